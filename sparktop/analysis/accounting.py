@@ -1,0 +1,155 @@
+"""Split the pool's `used` into consumers, so every byte is owned by someone or shown as unattributed.
+
+On GB10 a CUDA allocation is in neither RSS nor the cgroup, yet it lowers MemAvailable: a consumer's footprint
+is its CPU side (cgroup working set, or RSS/PSS) plus its GPU side (NVML per-process memory). Whatever the
+consumers do not explain (kernel, driver, page cache) is `unattributed`, never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sparktop.model import (
+    Accounting,
+    Consumer,
+    ContainerInfo,
+    GpuReport,
+    HostMemory,
+    ProcessInfo,
+)
+
+TOP_HOST_PROCESSES = 8
+
+
+def process_key(proc: ProcessInfo) -> str:
+    # The start time keeps a reused PID from inheriting another process's history.
+    start = int(proc.start_time) if proc.start_time is not None else 0
+    return f"process:{proc.pid}:{start}"
+
+
+def _process_cpu_bytes(proc: ProcessInfo) -> int:
+    # PSS splits shared pages between their users, so it over-counts less than RSS where we have it.
+    return proc.pss if proc.pss is not None else proc.rss
+
+
+def account(
+    memory: HostMemory,
+    gpu: GpuReport,
+    processes: Iterable[ProcessInfo],
+    containers: Iterable[ContainerInfo],
+    top_processes: int = TOP_HOST_PROCESSES,
+) -> Accounting:
+    processes = list(processes)
+    containers = list(containers)
+    used = memory.used
+    # Only a unified-memory GPU draws from the host pool; a discrete GPU's memory is shown apart.
+    gpu_in_pool = gpu.unified_memory
+    gpu_by_pid = gpu.gpu_bytes_by_pid()
+    known_pids = {p.pid for p in processes}
+    for container in containers:
+        known_pids.update(container.pids)
+
+    def pool_gpu(nbytes: int) -> int:
+        return nbytes if gpu_in_pool else 0
+
+    consumers: list[Consumer] = []
+    rss_by_container: dict[str, int] = {}
+    for proc in processes:
+        if proc.container_id:
+            rss_by_container[proc.container_id] = rss_by_container.get(proc.container_id, 0) + proc.rss
+
+    for container in containers:
+        gpu_bytes = sum(gpu_by_pid.get(pid, 0) for pid in container.pids)
+        cpu = container.memory.working_set if container.memory else rss_by_container.get(container.id, 0)
+        consumers.append(
+            Consumer(
+                key=f"container:{container.id}",
+                label=container.label,
+                kind="container",
+                cpu_bytes=cpu,
+                gpu_bytes=pool_gpu(gpu_bytes),
+            )
+        )
+
+    container_ids = {c.id for c in containers}
+    host = [p for p in processes if not p.container_id or p.container_id not in container_ids]
+    host_sized = sorted(
+        host,
+        key=lambda p: _process_cpu_bytes(p) + pool_gpu(gpu_by_pid.get(p.pid, 0)),
+        reverse=True,
+    )
+    for proc in host_sized[:top_processes]:
+        consumers.append(
+            Consumer(
+                key=process_key(proc),
+                label=f"{proc.name} ({proc.pid})",
+                kind="process",
+                cpu_bytes=_process_cpu_bytes(proc),
+                gpu_bytes=pool_gpu(gpu_by_pid.get(proc.pid, 0)),
+            )
+        )
+    rest = host_sized[top_processes:]
+    if rest:
+        consumers.append(
+            Consumer(
+                key="host-other",
+                label=f"other host processes ({len(rest)})",
+                kind="host-other",
+                cpu_bytes=sum(_process_cpu_bytes(p) for p in rest),
+                gpu_bytes=pool_gpu(sum(gpu_by_pid.get(p.pid, 0) for p in rest)),
+            )
+        )
+
+    # NVML PIDs we cannot see in /proc (another PID namespace, or gone since) still hold memory.
+    unexplained_gpu = sum(n for pid, n in gpu_by_pid.items() if pid not in known_pids)
+    if unexplained_gpu and gpu_in_pool:
+        consumers.append(
+            Consumer(
+                key="gpu-unexplained",
+                label="GPU memory of unseen processes",
+                kind="gpu-unexplained",
+                gpu_bytes=unexplained_gpu,
+            )
+        )
+
+    overcount = _fit_to_used(consumers, used)
+    attributed = sum(c.total for c in consumers)
+    gpu_total = sum(gpu_by_pid.values())
+    return Accounting(
+        used=used,
+        consumers=consumers,
+        unattributed=used - attributed,
+        gpu_outside_pool=0 if gpu_in_pool else gpu_total,
+        overcount_removed=overcount,
+    )
+
+
+def _fit_to_used(consumers: list[Consumer], used: int) -> int:
+    """RSS counts shared pages once per process, so consumers can add up to more than `used`. Take the
+    excess off the CPU sides (GPU allocations are exact), the host-wide group first, then proportionally,
+    so that the parts always sum to `used`. Returns the bytes removed."""
+    excess = sum(c.total for c in consumers) - used
+    if excess <= 0:
+        return 0
+    removed = 0
+    for consumer in consumers:
+        if consumer.kind == "host-other" and excess > 0:
+            cut = min(consumer.cpu_bytes, excess)
+            consumer.cpu_bytes -= cut
+            excess -= cut
+            removed += cut
+    cpu_total = sum(c.cpu_bytes for c in consumers)
+    if excess > 0 and cpu_total > 0:
+        share = min(1.0, excess / cpu_total)
+        for consumer in consumers:
+            cut = min(consumer.cpu_bytes, round(consumer.cpu_bytes * share))
+            consumer.cpu_bytes -= cut
+            removed += cut
+        # Rounding leftovers go to the largest CPU consumer, so the sum is exact.
+        leftover = sum(c.total for c in consumers) - used
+        if leftover:
+            biggest = max(consumers, key=lambda c: c.cpu_bytes)
+            fix = min(leftover, biggest.cpu_bytes) if leftover > 0 else leftover
+            biggest.cpu_bytes -= fix
+            removed += fix
+    return removed

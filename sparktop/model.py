@@ -1,0 +1,226 @@
+"""The data every layer shares: one `Snapshot` of the machine per tick.
+
+Sources (live, demo, replay) produce snapshots; analysis reads them; views draw them. All sizes are bytes,
+all rates per second, all times Unix seconds. A metric the machine cannot report is `None`, and the reason
+is recorded next to it (`GpuState.unsupported`), never a fake 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+GIB = 1024**3
+GB = 1000**3
+
+SNAPSHOT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# --- host memory -------------------------------------------------------------------------------------------
+
+
+class PressureLine(_Model):
+    """One line of a PSI file: share of wall time (percent) that tasks stalled on memory."""
+
+    avg10: float
+    avg60: float
+    avg300: float
+    total_us: int
+
+
+class Pressure(_Model):
+    """`/proc/pressure/memory` or a cgroup's `memory.pressure`; `full` is absent on old kernels."""
+
+    some: PressureLine | None = None
+    full: PressureLine | None = None
+
+
+class HostMemory(_Model):
+    """`/proc/meminfo`: on a unified-memory machine this is the truth for the whole pool."""
+
+    total: int
+    available: int
+    free: int
+    cached: int = 0
+    buffers: int = 0
+    shmem: int = 0
+    sreclaimable: int = 0
+    swap_total: int = 0
+    swap_free: int = 0
+    pressure: Pressure | None = None
+    cpu_percent: float | None = None  # whole-machine CPU utilisation since the last tick
+    cpu_count: int | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def used(self) -> int:
+        """What `free` and btop call used: everything that is not available."""
+        return max(0, self.total - self.available)
+
+
+# --- GPU -----------------------------------------------------------------------------------------------------
+
+
+class GpuProcess(_Model):
+    pid: int
+    used_bytes: int | None  # None when the driver cannot say (NVML_VALUE_NOT_AVAILABLE)
+    kind: Literal["compute", "graphics", "both"] = "compute"
+
+
+class GpuState(_Model):
+    index: int
+    name: str
+    uuid: str | None = None
+    utilization_pct: float | None = None
+    sm_clock_mhz: int | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    pstate: int | None = None
+    energy_j: float | None = None
+    sm_count: int | None = None
+    compute_capability: str | None = None
+    addressing_mode: str | None = None  # "ATS", "HMM", "none" or None when unknown
+    unified_memory: bool = False
+    # What NVML says about device memory; never used for the pool on a unified-memory device.
+    memory_total: int | None = None
+    memory_used: int | None = None
+    processes: list[GpuProcess] = Field(default_factory=list)
+    # metric name -> why it is None ("not supported on this device", "driver error: ...")
+    unsupported: dict[str, str] = Field(default_factory=dict)
+
+
+class GpuReport(_Model):
+    """Everything NVML said this tick. `available` False means no library, no driver or no GPU."""
+
+    available: bool
+    reason: str | None = None
+    driver_version: str | None = None
+    gpus: list[GpuState] = Field(default_factory=list)
+
+    @property
+    def unified_memory(self) -> bool:
+        return any(g.unified_memory for g in self.gpus)
+
+    def gpu_bytes_by_pid(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for gpu in self.gpus:
+            for proc in gpu.processes:
+                if proc.used_bytes:
+                    out[proc.pid] = out.get(proc.pid, 0) + proc.used_bytes
+        return out
+
+
+# --- processes and containers ----------------------------------------------------------------------------
+
+
+class ProcessInfo(_Model):
+    pid: int
+    ppid: int | None = None
+    name: str
+    cmdline: str = ""
+    user: str | None = None
+    rss: int = 0
+    pss: int | None = None  # from smaps_rollup, for the top consumers only
+    cpu_percent: float | None = None
+    container_id: str | None = None  # full 64-hex id (or pod/runtime id) when the process is in a container
+    gpu_bytes: int | None = None
+    start_time: float | None = None
+
+
+class CgroupMemory(_Model):
+    """A cgroup's own memory files (v1 or v2). CUDA allocations on GB10 do not show here."""
+
+    usage: int
+    working_set: int  # usage - inactive_file, as `docker stats` shows
+    anon: int | None = None
+    file: int | None = None
+    shmem: int | None = None
+    inactive_file: int | None = None
+    limit: int | None = None  # None: unlimited
+    peak: int | None = None
+    oom_kills: int | None = None
+    pressure: Pressure | None = None
+
+
+class ContainerInfo(_Model):
+    id: str
+    runtime: Literal["docker", "podman", "kubernetes", "containerd", "unknown"] = "docker"
+    name: str | None = None
+    image: str | None = None
+    status: str | None = None
+    compose_project: str | None = None
+    compose_service: str | None = None
+    cgroup_path: str | None = None
+    memory: CgroupMemory | None = None
+    pids: list[int] = Field(default_factory=list)
+    gpu_bytes: int = 0
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:12]
+
+    @property
+    def label(self) -> str:
+        return self.name or self.short_id
+
+
+class DockerStatus(_Model):
+    """Whether names and labels could be fetched; containers appear by cgroup either way."""
+
+    available: bool
+    reason: str | None = None
+
+
+# --- accounting ------------------------------------------------------------------------------------------
+
+ConsumerKind = Literal["container", "process", "host-other", "gpu-unexplained", "unattributed"]
+
+
+class Consumer(_Model):
+    """One slice of `used`: CPU side (cgroup working set or RSS) and GPU side (NVML) kept apart."""
+
+    key: str  # stable across ticks: "container:<id>", "process:<pid>:<start>", "host-other", ...
+    label: str
+    kind: ConsumerKind
+    cpu_bytes: int = 0
+    gpu_bytes: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> int:
+        return self.cpu_bytes + self.gpu_bytes
+
+
+class Accounting(_Model):
+    """`used` split into consumers plus `unattributed`, adding up to `used` exactly."""
+
+    used: int
+    consumers: list[Consumer] = Field(default_factory=list)
+    unattributed: int = 0
+    # GPU memory that is not part of the host pool (discrete GPUs): shown, never added to `used`.
+    gpu_outside_pool: int = 0
+    # Bytes counted twice by the consumers (shared pages in RSS), taken off their CPU side so parts sum to used.
+    overcount_removed: int = 0
+
+
+# --- the snapshot ----------------------------------------------------------------------------------------
+
+
+class Snapshot(_Model):
+    version: int = SNAPSHOT_VERSION
+    timestamp: float
+    source: Literal["live", "demo", "replay"] = "live"
+    hostname: str = ""
+    memory: HostMemory
+    gpu: GpuReport
+    processes: list[ProcessInfo] = Field(default_factory=list)
+    containers: list[ContainerInfo] = Field(default_factory=list)
+    docker: DockerStatus = Field(default_factory=lambda: DockerStatus(available=False, reason="not probed"))
+    accounting: Accounting | None = None
+    # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
+    errors: list[str] = Field(default_factory=list)
