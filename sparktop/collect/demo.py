@@ -1,0 +1,892 @@
+"""A simulated DGX Spark, for trying sparktop without one and for deterministic tests and screenshots.
+
+`DemoSource(scenario, seed)` plays a scenario from `spark-resource-limits.txt` on a made-up GB10: one
+121.7 GiB unified pool, 20 CPU cores, a 48-SM Blackwell GPU that reports what NVML reports on GB10 (no device
+memory, per-process memory, ATS addressing). Containers have compose labels, cgroup memory and processes; a
+training run can creep; an Ollama runner bursts. Nothing reads the wall clock or the machine: each `sample()`
+moves simulated time on by `step` seconds, so the snapshots depend only on (scenario, seed, samples taken,
+stop/kill calls made). The first sample is stamped `start`.
+
+`DemoSource.controller()` stops and kills the simulated containers, so the UI's stop flow (including a
+container that ignores SIGTERM and needs a kill) can be shown without Docker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import threading
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from sparktop.analysis.accounting import account
+from sparktop.collect.control import ControlError, StopTimeout
+from sparktop.collect.nvml import unified_unsupported
+from sparktop.model import (
+    GB,
+    GIB,
+    CgroupMemory,
+    ContainerInfo,
+    DockerStatus,
+    GpuProcess,
+    GpuReport,
+    GpuState,
+    HostMemory,
+    Pressure,
+    PressureLine,
+    ProcessInfo,
+    Snapshot,
+)
+
+MIB = 1024**2
+MB = 1000**2
+
+DEMO_SCENARIOS: dict[str, str] = {
+    "default": "audio pipeline + Ollama llama3.1:70b + a training run whose memory creeps (~1.3 GB/min)",
+    "audio": "scenario A: faster-whisper + llama3.1:8b + F5-TTS, sequential and calm",
+    "training": "the SSD Tetris training run alone: SMs saturated, memory creeping",
+    "critical": "near exhaustion: under 5 % available, memory pressure (PSI) high and sustained",
+    "everything": "scenario G: training + Omni + Chatterbox + llama3.1:70b + Devstral (~120 GB)",
+    "idle": "nothing loaded: desktop, Docker and SSH only",
+}
+
+# The simulated machine.
+MEM_TOTAL = 127_612_108 * 1024  # MemTotal of a Spark: ~121.7 GiB of the 128 GB pool is visible to Linux
+CPU_COUNT = 20
+GPU_NAME = "NVIDIA GB10"
+DRIVER_VERSION = "580.95.05"
+SM_COUNT = 48
+HOSTNAME = "spark-demo"
+STOP_DELAY_S = 2.0  # how long a well-behaved container takes to exit after SIGTERM
+
+# What NVML cannot tell on GB10 (see reference/gb10-telemetry.md): the same reasons the live collector gives.
+GB10_UNSUPPORTED = unified_unsupported(GPU_NAME)
+
+Activity = Literal["steady", "bursty", "pipeline", "idle"]
+
+
+# --- scenario description -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Proc:
+    name: str
+    cmdline: str
+    rss: int
+    gpu: int = 0  # bytes of GPU memory (0: no CUDA context)
+    cpu: float = 2.0  # CPU percent while the workload is busy
+    user: str = "root"
+
+
+@dataclass(frozen=True)
+class _Workload:
+    """One container: what it runs, what it holds, how it behaves."""
+
+    key: str
+    name: str
+    image: str
+    project: str | None
+    service: str | None
+    procs: tuple[_Proc, ...]
+    anon: int
+    file: int
+    shmem: int = 64 * MIB
+    limit: int | None = None
+    activity: Activity = "pipeline"
+    busy_util: float = 85.0
+    uptime_s: float = 3 * 3600.0
+    # Creep: GPU bytes per second on the first process, CPU (anon) bytes per second, and the period after
+    # which the run "ends an epoch" and releases what it gathered (keeps long demos inside the pool).
+    creep_gpu: float = 0.0
+    creep_cpu: float = 0.0
+    creep_cycle_s: float = 30 * 60.0
+    ignores_sigterm: bool = False
+
+
+def _gb(x: float) -> int:
+    return int(x * GB)
+
+
+_WHISPER = _Workload(
+    key="whisper",
+    name="audio-lab-whisper-1",
+    image="audio-lab/whisper:large-v3-cuda",
+    project="audio-lab",
+    service="whisper",
+    procs=(
+        _Proc(
+            "python3",
+            "python3 -m uvicorn stt_server:app --host 0.0.0.0 --port 8001 "
+            "# faster-whisper large-v3 (CTranslate2, float16)",
+            rss=_gb(1.35),
+            gpu=_gb(3.05),
+            cpu=95.0,
+        ),
+    ),
+    anon=_gb(1.30),
+    file=_gb(0.55),
+    limit=8 * GIB,
+    activity="pipeline",
+    busy_util=72.0,
+    uptime_s=5 * 3600.0 + 612,
+)
+
+_F5 = _Workload(
+    key="f5-tts",
+    name="audio-lab-f5-tts-1",
+    image="audio-lab/f5-tts:1.1.7",
+    project="audio-lab",
+    service="f5-tts",
+    procs=(
+        _Proc(
+            "python3",
+            "python3 -m f5_tts.socket_server --port 8002 --model F5TTS_v1_Base",
+            rss=_gb(1.7),
+            gpu=_gb(2.85),
+            cpu=110.0,
+        ),
+    ),
+    anon=_gb(1.62),
+    file=_gb(0.45),
+    limit=8 * GIB,
+    activity="pipeline",
+    busy_util=64.0,
+    uptime_s=5 * 3600.0 + 598,
+)
+
+
+def _ollama(key: str, model: str, blob: str, rss: float, gpu: float, file: float, util: float) -> _Workload:
+    return _Workload(
+        key=key,
+        name="ollama",
+        image="ollama/ollama:0.12.6",
+        project="llm",
+        service="ollama",
+        procs=(
+            _Proc("ollama", "/bin/ollama serve", rss=_gb(0.09), cpu=1.5),
+            _Proc(
+                "ollama",
+                f"/usr/bin/ollama runner --model /root/.ollama/models/blobs/sha256-{blob} "
+                f"--ctx-size 8192 --batch-size 512 --n-gpu-layers 999 --threads 20 --parallel 1 "
+                f"--port 40613  # {model}",
+                rss=_gb(rss),
+                gpu=_gb(gpu),
+                cpu=102.0,
+            ),
+        ),
+        anon=_gb(rss + 0.15),
+        file=_gb(file),
+        activity="bursty",
+        busy_util=util,
+        uptime_s=26 * 3600.0 + 1_204,
+    )
+
+
+_OLLAMA_70B = _ollama(
+    "ollama-70b",
+    "llama3.1:70b-instruct-q4_K_M",
+    "de20d2cf2dc430b1717a8b07a9df029d651f3895dbffec4729a3902a6fe344c9",
+    rss=0.95,
+    gpu=40.2,
+    file=3.1,
+    util=96.0,
+)
+_OLLAMA_8B = _ollama(
+    "ollama-8b",
+    "llama3.1:8b-instruct-q4_K_M",
+    "667b0c1932bc6ffc593ed1d03f895bf2dc8dc6df21db3042284a6f4416b06a29",
+    rss=0.55,
+    gpu=5.1,
+    file=1.2,
+    util=88.0,
+)
+
+
+def _training(creep: bool, ignores_sigterm: bool, gpu: float = 12.0, rss: float = 5.2) -> _Workload:
+    return _Workload(
+        key="train",
+        name="ssd-tetris-train-1",
+        image="ssd-tetris:cu128-torch2.8",
+        project="ssd-tetris",
+        service="train",
+        procs=(
+            _Proc(
+                "python3",
+                "python3 train.py --config configs/ppo_large.yaml --batch-size 512 --replay-buffer 2000000",
+                rss=_gb(rss),
+                gpu=_gb(gpu),
+                cpu=135.0,
+                user="1000",
+            ),
+            _Proc(
+                "pt_data_worker",
+                "python3 train.py (DataLoader worker 0)",
+                rss=_gb(0.62),
+                cpu=38.0,
+                user="1000",
+            ),
+            _Proc(
+                "pt_data_worker",
+                "python3 train.py (DataLoader worker 1)",
+                rss=_gb(0.61),
+                cpu=36.0,
+                user="1000",
+            ),
+            _Proc(
+                "tensorboard",
+                "/usr/bin/python3 /usr/local/bin/tensorboard --logdir runs --port 6006",
+                rss=_gb(0.21),
+                cpu=0.8,
+                user="1000",
+            ),
+        ),
+        anon=_gb(rss + 1.25),
+        file=_gb(1.4),
+        shmem=_gb(0.9),  # DataLoader batches travel through /dev/shm
+        limit=32 * GIB,
+        activity="steady",
+        busy_util=95.0,
+        uptime_s=2 * 3600.0 + 1_337,
+        creep_gpu=1.3 * GB / 60.0 if creep else 0.0,
+        creep_cpu=0.04 * GB / 60.0 if creep else 0.0,
+        ignores_sigterm=ignores_sigterm,
+    )
+
+
+_OMNI = _Workload(
+    key="omni",
+    name="audio-lab-omni-1",
+    image="audio-lab/omni:qwen2.5-omni-3b",
+    project="audio-lab",
+    service="omni",
+    procs=(
+        _Proc(
+            "python3",
+            "python3 omni_server.py --model Qwen/Qwen2.5-Omni-3B --port 8010",
+            rss=_gb(2.1),
+            gpu=_gb(7.6),
+            cpu=105.0,
+        ),
+    ),
+    anon=_gb(2.0),
+    file=_gb(0.9),
+    limit=16 * GIB,
+    activity="pipeline",
+    busy_util=80.0,
+    uptime_s=4 * 3600.0 + 77,
+)
+
+_CHATTERBOX = _Workload(
+    key="chatterbox",
+    name="audio-lab-chatterbox-1",
+    image="audio-lab/chatterbox:0.1.4",
+    project="audio-lab",
+    service="chatterbox",
+    procs=(
+        _Proc(
+            "python3",
+            "python3 -m chatterbox.server --port 8004 --device cuda",
+            rss=_gb(1.55),
+            gpu=_gb(4.05),
+            cpu=100.0,
+        ),
+    ),
+    anon=_gb(1.5),
+    file=_gb(0.6),
+    limit=8 * GIB,
+    activity="pipeline",
+    busy_util=70.0,
+    uptime_s=4 * 3600.0 + 91,
+)
+
+_DEVSTRAL = _Workload(
+    key="devstral",
+    name="devstral",
+    image="ghcr.io/ggml-org/llama.cpp:server-cuda",
+    project="coder",
+    service="devstral",
+    procs=(
+        _Proc(
+            "llama-server",
+            "/app/llama-server -m /models/Devstral-Small-2-24B-Instruct-2512-BF16.gguf -ngl 99 -c 32768 "
+            "--host 0.0.0.0 --port 8080 --flash-attn on",
+            rss=_gb(1.1),
+            gpu=_gb(48.3),
+            cpu=101.0,
+        ),
+    ),
+    anon=_gb(1.2),
+    file=_gb(2.4),
+    activity="bursty",
+    busy_util=97.0,
+    uptime_s=7 * 3600.0 + 402,
+)
+
+
+def _squeezed(w: _Workload, total_gb: float, rss_gb: float | None = None) -> _Workload:
+    """The workload fitted into `total_gb` (GPU side + CPU working set), as the reference's footprints are
+    totals; under memory pressure the kernel has also evicted most of its page cache."""
+    procs = list(w.procs)
+    anon = w.anon
+    if rss_gb is not None:
+        anon += _gb(rss_gb) - procs[0].rss
+        procs[0] = replace(procs[0], rss=_gb(rss_gb))
+    file = w.file // 4
+    shmem = min(w.shmem, _gb(0.25))
+    cpu_side = anon + shmem + file - int(file * 0.4) + 48 * MIB
+    gpu_index = next(i for i, p in enumerate(procs) if p.gpu)
+    others = sum(p.gpu for i, p in enumerate(procs) if i != gpu_index)
+    procs[gpu_index] = replace(procs[gpu_index], gpu=_gb(total_gb) - cpu_side - others)
+    return replace(w, procs=tuple(procs), anon=anon, file=file, shmem=shmem)
+
+
+@dataclass(frozen=True)
+class _Scenario:
+    workloads: tuple[_Workload, ...]
+    host_cache: int  # page cache that belongs to no container (reclaimable, so part of MemAvailable)
+    kernel: int  # kernel, driver and page tables: used, yet nobody's (the "unattributed" share)
+    desktop: bool = True  # a GNOME session holds a little GPU memory (Xorg, gnome-shell)
+
+
+_SCENARIOS: dict[str, _Scenario] = {
+    "default": _Scenario(
+        (_WHISPER, _F5, _OLLAMA_70B, _training(creep=True, ignores_sigterm=True)),
+        host_cache=_gb(9.5),
+        kernel=_gb(3.1),
+    ),
+    "audio": _Scenario((_WHISPER, _OLLAMA_8B, _F5), host_cache=_gb(6.0), kernel=_gb(2.4)),
+    "training": _Scenario(
+        (_training(creep=True, ignores_sigterm=False),), host_cache=_gb(7.0), kernel=_gb(2.6)
+    ),
+    "critical": _Scenario(
+        (
+            _squeezed(_training(creep=False, ignores_sigterm=True), 19.2, rss_gb=3.2),
+            _squeezed(_OMNI, 8.0),
+            _squeezed(_CHATTERBOX, 4.0),
+            _squeezed(_OLLAMA_70B, 40.5),
+            _squeezed(_DEVSTRAL, 48.5),
+        ),
+        host_cache=_gb(1.2),
+        kernel=_gb(3.4),
+    ),
+    "everything": _Scenario(
+        (
+            _squeezed(_training(creep=False, ignores_sigterm=True), 12.0, rss_gb=3.2),
+            _squeezed(_OMNI, 8.0),
+            _squeezed(_CHATTERBOX, 4.0),
+            _squeezed(_OLLAMA_70B, 40.0),
+            _squeezed(_DEVSTRAL, 48.0),
+        ),
+        host_cache=_gb(2.5),
+        kernel=_gb(3.3),
+    ),
+    "idle": _Scenario((), host_cache=_gb(4.0), kernel=_gb(2.1)),
+}
+assert set(_SCENARIOS) == set(DEMO_SCENARIOS)
+
+# name, cmdline, rss MB, CPU %, GPU MB (Xorg and gnome-shell draw through the GPU), user
+# fmt: off
+_HOST_PROCS: tuple[tuple[str, str, int, float, int, str], ...] = (
+    ("systemd", "/sbin/init splash", 14, 0.0, 0, "root"),
+    ("systemd-journald", "/usr/lib/systemd/systemd-journald", 48, 0.1, 0, "root"),
+    ("systemd-udevd", "/usr/lib/systemd/systemd-udevd", 11, 0.0, 0, "root"),
+    ("systemd-resolved", "/usr/lib/systemd/systemd-resolved", 13, 0.0, 0, "systemd-resolve"),
+    ("systemd-timesyncd", "/usr/lib/systemd/systemd-timesyncd", 7, 0.0, 0, "systemd-timesync"),
+    ("nvidia-persistenced", "/usr/bin/nvidia-persistenced --user nvidia-persistenced", 4, 0.0, 0,
+     "nvidia-persistenced"),
+    ("dbus-daemon", "@dbus-daemon --system --address=systemd: --nofork --nopidfile --systemd-activation",
+     6, 0.0, 0, "messagebus"),
+    ("NetworkManager", "/usr/sbin/NetworkManager --no-daemon", 21, 0.1, 0, "root"),
+    ("polkitd", "/usr/lib/polkit-1/polkitd --no-debug", 9, 0.0, 0, "polkitd"),
+    ("rsyslogd", "/usr/sbin/rsyslogd -n -iNONE", 6, 0.0, 0, "syslog"),
+    ("systemd-logind", "/usr/lib/systemd/systemd-logind", 9, 0.0, 0, "root"),
+    ("udisksd", "/usr/libexec/udisks2/udisksd", 14, 0.0, 0, "root"),
+    ("avahi-daemon", "avahi-daemon: running [spark-demo.local]", 4, 0.0, 0, "avahi"),
+    ("cron", "/usr/sbin/cron -f -P", 3, 0.0, 0, "root"),
+    ("snapd", "/usr/lib/snapd/snapd", 38, 0.1, 0, "root"),
+    ("containerd", "/usr/bin/containerd", 52, 0.4, 0, "root"),
+    ("dockerd", "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock", 96, 0.5, 0, "root"),
+    ("sshd", "sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups", 9, 0.0, 0, "root"),
+    ("gdm3", "/usr/sbin/gdm3", 8, 0.0, 0, "root"),
+    ("Xorg", "/usr/lib/xorg/Xorg vt2 -displayfd 3 -auth /run/user/1000/gdm/Xauthority -nolisten tcp",
+     118, 0.6, 84, "nvidia"),
+    ("gnome-shell", "/usr/bin/gnome-shell", 342, 1.2, 176, "nvidia"),
+    ("pipewire", "/usr/bin/pipewire", 12, 0.1, 0, "nvidia"),
+    ("wireplumber", "/usr/bin/wireplumber", 17, 0.0, 0, "nvidia"),
+    ("gnome-terminal-", "/usr/libexec/gnome-terminal-server", 61, 0.1, 0, "nvidia"),
+    ("upowerd", "/usr/libexec/upowerd", 8, 0.0, 0, "root"),
+    ("fwupd", "/usr/libexec/fwupd/fwupd", 41, 0.0, 0, "root"),
+    ("packagekitd", "/usr/libexec/packagekitd", 24, 0.0, 0, "root"),
+    ("dgx-dashboard", "/opt/nvidia/dgx-dashboard-service/dashboard-service serve", 64, 0.3, 0, "root"),
+    ("code-server", "/usr/lib/code-server/lib/node /usr/lib/code-server --bind-addr 127.0.0.1:8443",
+     212, 0.4, 0, "nvidia"),
+    ("node", "/usr/lib/code-server/lib/node /usr/lib/code-server/out/node/entry.js (extension host)",
+     486, 1.8, 0, "nvidia"),
+    ("sshd", "sshd: nvidia@pts/0", 8, 0.0, 0, "nvidia"),
+    ("bash", "-bash", 5, 0.0, 0, "nvidia"),
+    ("tmux: server", "tmux new -s work", 6, 0.1, 0, "nvidia"),
+    ("bash", "-bash", 5, 0.0, 0, "nvidia"),
+    ("htop", "htop", 5, 0.4, 0, "nvidia"),
+)
+# fmt: on
+
+
+# --- running state ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Container:
+    spec: _Workload
+    id: str
+    shim_pid: int
+    pids: list[int]
+    rng: random.Random
+    busy: bool = False
+    until: float = 0.0  # simulated time at which the busy/idle phase flips
+    remove_at: float | None = None
+    peak: int = 0
+    ignores_sigterm: bool = False
+    file_extra: int = 0
+
+
+@dataclass
+class _Host:
+    pid: int
+    name: str
+    cmdline: str
+    rss: int
+    cpu: float
+    gpu: int
+    user: str
+    start: float
+
+
+@dataclass
+class _Psi:
+    avg10: float
+    avg60: float
+    avg300: float
+    total_us: int = 0
+
+    def advance(self, target: float, dt: float) -> None:
+        # The kernel's PSI averages are exponential moving averages over 10, 60 and 300 seconds.
+        self.avg10 += (target - self.avg10) * (1 - math.exp(-dt / 10))
+        self.avg60 += (target - self.avg60) * (1 - math.exp(-dt / 60))
+        self.avg300 += (target - self.avg300) * (1 - math.exp(-dt / 300))
+        self.total_us += int(target / 100 * dt * 1_000_000)
+
+    def line(self, scale: float = 1.0) -> PressureLine:
+        return PressureLine(
+            avg10=round(self.avg10 * scale, 2),
+            avg60=round(self.avg60 * scale, 2),
+            avg300=round(self.avg300 * scale, 2),
+            total_us=int(self.total_us * scale),
+        )
+
+
+def _psi_target(available_fraction: float) -> float:
+    """Memory stall share (PSI some, percent) at a given share of the pool available: nil with room to spare,
+    ~10 at 10 % available, ~40 near exhaustion (3.5 %)."""
+    if available_fraction >= 0.165:
+        return 0.0
+    return min(95.0, 40.0 * ((0.165 - available_fraction) / 0.13) ** 3)
+
+
+def _hex_id(seed: int, what: str) -> str:
+    return hashlib.sha256(f"sparktop-demo:{seed}:{what}".encode()).hexdigest()
+
+
+class DemoController:
+    """Stops and kills the demo's containers, with the Docker controller's contract: `stop` lets a container
+    exit STOP_DELAY_S simulated seconds later, or raises StopTimeout for one that ignores SIGTERM (the
+    training run in "default"), so the UI's offer to kill can be shown; `kill` removes it from the next
+    sample.
+    An unknown id (or one already gone) raises ControlError("no such container: <id>")."""
+
+    def __init__(self, source: DemoSource) -> None:
+        self._source = source
+
+    def stop(self, container_id: str, timeout: float = 10.0) -> None:
+        self._source._stop(container_id, timeout)
+
+    def kill(self, container_id: str) -> None:
+        self._source._kill(container_id)
+
+
+class DemoSource:
+    """A deterministic simulated DGX Spark. See the module docstring."""
+
+    name = "demo"
+
+    def __init__(
+        self,
+        scenario: str = "default",
+        seed: int = 0,
+        start: float = 1_767_225_600.0,
+        step: float = 1.0,
+    ) -> None:
+        if scenario not in _SCENARIOS:
+            raise ValueError(
+                f"unknown demo scenario {scenario!r}; choose one of: {', '.join(DEMO_SCENARIOS)}"
+            )
+        if step <= 0:
+            raise ValueError(f"step must be greater than 0 (got {step})")
+        self.scenario = scenario
+        self.seed = seed
+        self.start = float(start)
+        self.step = float(step)
+        self._spec = _SCENARIOS[scenario]
+        self._lock = threading.Lock()
+        self._samples = 0
+        self._now = self.start  # time of the next sample
+        self._rng = random.Random(f"sparktop-demo:{seed}:{scenario}:machine")
+        raw = _hex_id(seed, "gpu-uuid")
+        self._gpu_uuid = f"GPU-{raw[:8]}-{raw[8:12]}-{raw[12:16]}-{raw[16:20]}-{raw[20:32]}"
+        layout = random.Random(f"sparktop-demo:{seed}:layout")
+        self._boot = self.start - 3 * 86400 - layout.uniform(0, 86400)
+        self._hosts = self._make_hosts(layout)
+        self._containers = self._make_containers(layout)
+        self._host_cache_extra = 0  # page cache left behind by removed containers
+        # PSI averages, set to the scenario's level at the first sample (it has been like this a while)
+        self._psi_some = _Psi(0.0, 0.0, 0.0)
+        self._psi_full = _Psi(0.0, 0.0, 0.0)
+        steady = sum(c.spec.busy_util for c in self._containers if c.spec.activity == "steady")
+        self._temp = 37.0 + 0.36 * min(100.0, steady)
+        self._energy = 5_200_000.0 + layout.uniform(0, 500_000)
+        self._last_busy = -math.inf
+
+    # --- public --------------------------------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        """The simulated time the next sample will carry."""
+        return self._now
+
+    def controller(self) -> DemoController:
+        return DemoController(self)
+
+    def sample(self) -> Snapshot:
+        with self._lock:
+            snapshot = self._build(self._now)
+            self._samples += 1
+            self._now = self.start + self._samples * self.step
+            return snapshot
+
+    def close(self) -> None:
+        pass
+
+    # --- layout -------------------------------------------------------------------------------------------
+
+    def _make_hosts(self, layout: random.Random) -> list[_Host]:
+        hosts: list[_Host] = []
+        pid = 1
+        for i, (name, cmd, rss_mb, cpu, gpu_mb, user) in enumerate(_HOST_PROCS):
+            if i:
+                pid += layout.randint(2, 90) if i < 28 else layout.randint(200, 2500)
+            start = self._boot + (0.4 if i == 0 else 2 + i * layout.uniform(0.5, 3.0))
+            if i >= 28:  # the SSH session and what runs in it started this morning
+                start = self.start - layout.uniform(3600, 4 * 3600)
+            hosts.append(_Host(pid, name, cmd, rss_mb * MIB, cpu, gpu_mb * MIB, user, start))
+        return hosts
+
+    def _make_containers(self, layout: random.Random) -> list[_Container]:
+        containers: list[_Container] = []
+        pid = max(h.pid for h in self._hosts) + layout.randint(400, 3000)
+        for spec in self._spec.workloads:
+            shim = pid
+            pids = []
+            for _ in spec.procs:
+                pid += layout.randint(2, 40)
+                pids.append(pid)
+            pid += layout.randint(100, 1500)
+            containers.append(
+                _Container(
+                    spec=spec,
+                    id=_hex_id(self.seed, f"container:{spec.name}"),
+                    shim_pid=shim,
+                    pids=pids,
+                    rng=random.Random(f"sparktop-demo:{self.seed}:{self.scenario}:{spec.key}"),
+                    ignores_sigterm=spec.ignores_sigterm,
+                )
+            )
+        return containers
+
+    # --- control ------------------------------------------------------------------------------------------
+
+    def _find(self, container_id: str) -> _Container:
+        live = [c for c in self._containers if c.remove_at is None or c.remove_at > self._now]
+        for c in live:
+            if container_id in (c.id, c.spec.name):
+                return c
+        matches = [c for c in live if len(container_id) >= 4 and c.id.startswith(container_id)]
+        if len(matches) == 1:
+            return matches[0]
+        raise ControlError(f"no such container: {container_id}")
+
+    def _stop(self, container_id: str, timeout: float) -> None:
+        with self._lock:
+            c = self._find(container_id)
+            if c.ignores_sigterm:
+                raise StopTimeout(
+                    f"{c.spec.name} did not stop within {timeout:g} s of SIGTERM (it ignores the signal)"
+                )
+            at = self._now - self.step + STOP_DELAY_S
+            c.remove_at = at if c.remove_at is None else min(c.remove_at, at)
+
+    def _kill(self, container_id: str) -> None:
+        with self._lock:
+            c = self._find(container_id)
+            c.remove_at = -math.inf
+
+    # --- one tick -----------------------------------------------------------------------------------------
+
+    def _build(self, t: float) -> Snapshot:
+        elapsed = t - self.start
+        dt = self.step
+        rng = self._rng
+        for c in self._containers:
+            if c.remove_at is not None and c.remove_at <= t and c.file_extra == 0:
+                # Its files stay in the page cache after it exits (reclaimable, so still available).
+                c.file_extra = c.spec.file
+                self._host_cache_extra += c.spec.file
+        live = [c for c in self._containers if c.remove_at is None or c.remove_at > t]
+
+        processes: list[ProcessInfo] = []
+        containers: list[ContainerInfo] = []
+        gpu_procs: list[GpuProcess] = []
+        util = 0.0
+        host_cpu = 0.0
+        used = 0
+
+        for h in self._hosts:
+            rss = h.rss + int(h.rss * rng.uniform(-0.01, 0.01))
+            cpu = round(max(0.0, h.cpu * rng.uniform(0.5, 1.5)), 1)
+            host_cpu += cpu
+            used += rss + h.gpu
+            processes.append(
+                ProcessInfo(
+                    pid=h.pid,
+                    ppid=0 if h.pid == 1 else 1,
+                    name=h.name,
+                    cmdline=h.cmdline,
+                    user=h.user,
+                    rss=rss,
+                    cpu_percent=cpu,
+                    gpu_bytes=h.gpu or None,
+                    start_time=round(h.start, 2),
+                )
+            )
+            if h.gpu:
+                kind: Literal["graphics", "both"] = "both" if h.name == "gnome-shell" else "graphics"
+                gpu_procs.append(GpuProcess(pid=h.pid, used_bytes=h.gpu, kind=kind))
+
+        for c in live:
+            spec = c.spec
+            busy_util = self._activity(c, t)
+            util += busy_util
+            busy = busy_util > 5
+            stopping = c.remove_at is not None
+            started = t - spec.uptime_s
+            cycle = (elapsed % spec.creep_cycle_s) if spec.creep_cycle_s else elapsed
+            creep_gpu = int(spec.creep_gpu * cycle)
+            creep_cpu = int(spec.creep_cpu * cycle)
+
+            # the runtime shim on the host
+            processes.append(
+                ProcessInfo(
+                    pid=c.shim_pid,
+                    ppid=1,
+                    name="containerd-shim",
+                    cmdline=f"/usr/bin/containerd-shim-runc-v2 -namespace moby -id {c.id} "
+                    f"-address /run/containerd/containerd.sock",
+                    user="root",
+                    rss=12 * MIB + (c.shim_pid % 7) * MIB,
+                    cpu_percent=0.0,
+                    start_time=round(started - 0.3, 2),
+                )
+            )
+            used += 12 * MIB + (c.shim_pid % 7) * MIB
+            gpu_total = 0
+            for i, (proc, pid) in enumerate(zip(spec.procs, c.pids, strict=True)):
+                gpu = 0
+                if proc.gpu:
+                    gpu = proc.gpu + (creep_gpu if i == 0 else 0)
+                    if spec.creep_gpu:
+                        gpu += int(c.rng.gauss(0, 25 * MB))
+                    elif busy:
+                        gpu += int(c.rng.uniform(0, 40 * MB))  # activations and scratch while busy
+                    gpu -= gpu % (2 * MIB)  # the allocator hands out 2 MiB pages
+                    gpu_total += gpu
+                    gpu_procs.append(GpuProcess(pid=pid, used_bytes=gpu, kind="compute"))
+                rss = proc.rss + (creep_cpu if i == 0 else 0) + int(proc.rss * c.rng.uniform(-0.004, 0.004))
+                cpu = proc.cpu * c.rng.uniform(0.85, 1.1) if busy else proc.cpu * c.rng.uniform(0.0, 0.03)
+                host_cpu += cpu
+                processes.append(
+                    ProcessInfo(
+                        pid=pid,
+                        ppid=c.shim_pid if i == 0 else c.pids[0],
+                        name=proc.name,
+                        cmdline=proc.cmdline,
+                        user=proc.user,
+                        rss=rss,
+                        cpu_percent=round(cpu, 1),
+                        container_id=c.id,
+                        gpu_bytes=gpu or None,
+                        start_time=round(started + 0.8 + i * 2.1, 2),
+                    )
+                )
+            anon = spec.anon + creep_cpu + int(c.rng.uniform(-8, 8) * MIB)
+            file = spec.file + spec.shmem
+            inactive = int(spec.file * 0.4)
+            usage = anon + file + 48 * MIB  # + kernel memory charged to the cgroup
+            working_set = usage - inactive
+            c.peak = max(c.peak, usage)
+            memory = CgroupMemory(
+                usage=usage,
+                working_set=working_set,
+                anon=anon,
+                file=file,
+                shmem=spec.shmem,
+                inactive_file=inactive,
+                limit=spec.limit,
+                peak=c.peak,
+                oom_kills=0,
+                pressure=Pressure(
+                    some=self._psi_some.line(0.8 if spec.creep_gpu or spec.activity == "steady" else 0.5),
+                    full=self._psi_full.line(0.8 if spec.creep_gpu or spec.activity == "steady" else 0.5),
+                ),
+            )
+            used += working_set + gpu_total
+            containers.append(
+                ContainerInfo(
+                    id=c.id,
+                    runtime="docker",
+                    name=spec.name,
+                    image=spec.image,
+                    status="stopping" if stopping else "running",
+                    compose_project=spec.project,
+                    compose_service=spec.service,
+                    cgroup_path=f"/system.slice/docker-{c.id}.scope",
+                    memory=memory,
+                    pids=list(c.pids),
+                    gpu_bytes=gpu_total,
+                )
+            )
+
+        # kernel, driver (a CUDA context costs the driver a little), page tables
+        cuda_contexts = sum(1 for p in gpu_procs if p.kind != "graphics")
+        kernel = self._spec.kernel + cuda_contexts * 96 * MIB + int(rng.uniform(-20, 20) * MIB)
+        used += kernel
+        used = min(used, MEM_TOTAL - 256 * MIB)
+        available = MEM_TOTAL - used
+        container_files = sum(c.spec.file + c.spec.shmem for c in live)
+        host_cache = min(self._spec.host_cache + self._host_cache_extra, int(available * 0.7))
+        sreclaimable = min(int(0.9 * GB), available // 10)
+        free = max(64 * MIB, available - host_cache - sreclaimable - int(0.35 * GB))
+        shmem = sum(c.spec.shmem for c in live) + 210 * MIB
+
+        fraction = available / MEM_TOTAL
+        target = _psi_target(fraction)
+        if target:
+            target *= rng.uniform(0.85, 1.15)
+        else:
+            target = rng.uniform(0.0, 0.12) if rng.random() < 0.2 else 0.0
+        if self._samples == 0:
+            self._psi_some = _Psi(target, target, target, total_us=int(target / 100 * 3 * 86400e6 * 0.1))
+            self._psi_full = _Psi(target * 0.62, target * 0.62, target * 0.62, self._psi_some.total_us // 2)
+        self._psi_some.advance(target, dt)
+        self._psi_full.advance(target * 0.62, dt)
+
+        util = min(100.0, util)
+        gpu = self._gpu_state(t, util, gpu_procs)
+
+        memory = HostMemory(
+            total=MEM_TOTAL,
+            available=available,
+            free=free,
+            cached=host_cache + container_files,
+            buffers=min(int(0.31 * GB), available // 20),
+            shmem=shmem,
+            sreclaimable=sreclaimable,
+            swap_total=0,
+            swap_free=0,
+            pressure=Pressure(some=self._psi_some.line(), full=self._psi_full.line()),
+            cpu_percent=round(min(100.0, host_cpu / CPU_COUNT), 1),
+            cpu_count=CPU_COUNT,
+        )
+        gpu_report = GpuReport(available=True, driver_version=DRIVER_VERSION, gpus=[gpu])
+        processes.sort(key=lambda p: p.pid)
+        return Snapshot(
+            timestamp=t,
+            source="demo",
+            hostname=HOSTNAME,
+            memory=memory,
+            gpu=gpu_report,
+            processes=processes,
+            containers=containers,
+            docker=DockerStatus(available=True),
+            accounting=account(memory, gpu_report, processes, containers),
+        )
+
+    def _activity(self, c: _Container, t: float) -> float:
+        """GPU utilisation this workload adds at time t (percent)."""
+        spec = c.spec
+        rng = c.rng
+        if spec.activity == "idle":
+            return 0.0
+        if spec.activity == "steady":
+            return max(0.0, min(100.0, rng.gauss(spec.busy_util, 1.6)))
+        # bursty (an LLM answering requests) or pipeline (short STT/TTS turns now and then)
+        busy_mean, idle_mean = (12.0, 30.0) if spec.activity == "bursty" else (2.5, 28.0)
+        while t >= c.until:
+            if c.until == 0.0:  # first call: start somewhere in an idle phase
+                c.busy = False
+                c.until = t + rng.expovariate(1 / idle_mean) * 0.5
+                continue
+            c.busy = not c.busy
+            mean = busy_mean if c.busy else idle_mean
+            c.until += max(1.0, rng.expovariate(1 / mean))
+        if c.busy:
+            return max(0.0, min(100.0, rng.gauss(spec.busy_util, 3.0)))
+        return rng.choice((0.0, 0.0, 0.0, 1.0))
+
+    def _gpu_state(self, t: float, util: float, procs: list[GpuProcess]) -> GpuState:
+        rng = self._rng
+        util = round(util)
+        if util > 5:
+            self._last_busy = t
+        target_temp = 37.0 + 0.36 * util
+        self._temp += (target_temp - self._temp) * (1 - math.exp(-self.step / 45))
+        power = 4.6 + 0.9 * util + rng.uniform(-0.6, 0.6) * (1 + util / 25)
+        power = max(3.5, min(100.0, power))
+        self._energy += power * self.step
+        if util > 5:
+            clock = 2418 - max(0, int((self._temp - 62) * 9)) - rng.choice((0, 15, 30))
+            pstate = 0
+        elif t - self._last_busy < 30:
+            clock, pstate = 1_530, 2
+        else:
+            clock, pstate = 208, 8
+        return GpuState(
+            index=0,
+            name=GPU_NAME,
+            uuid=self._gpu_uuid,
+            utilization_pct=float(util),
+            sm_clock_mhz=clock,
+            temperature_c=float(round(self._temp)),
+            power_w=round(power, 2),
+            pstate=pstate,
+            energy_j=round(self._energy, 3),
+            sm_count=SM_COUNT,
+            compute_capability="12.1",
+            addressing_mode="ATS",
+            unified_memory=True,
+            memory_total=None,
+            memory_used=None,
+            processes=sorted(procs, key=lambda p: p.pid),
+            unsupported=dict(GB10_UNSUPPORTED),
+        )
+
+
+__all__ = ["DEMO_SCENARIOS", "DemoController", "DemoSource"]

@@ -1,0 +1,351 @@
+"""GPU telemetry from NVML (nvidia-ml-py's `pynvml`), tolerant of GB10 and of everything that can go wrong.
+
+As nvitop and btop do, each device's capabilities are learnt once: a metric that answers NOT_SUPPORTED (or
+whose function this driver's NVML lacks) is remembered with its reason in `GpuState.unsupported` and not asked
+again. Nothing here raises: no library, no driver, no GPU or a GPU lost mid-run becomes
+`GpuReport(available=False, reason=...)`, and the next `collect()` initialises NVML again, so the dashboard
+recovers when the driver comes back.
+
+GB10 (DGX Spark) specifics, from reference/gb10-telemetry.md:
+- device memory info is NOT_SUPPORTED (an unverified report says SUCCESS with total ~ MemTotal): on a
+  unified-memory device the NVML totals are never reported, the pool is /proc/meminfo's;
+- per-process memory works, from both the compute and the graphics lists; a PID in both is one context, so
+  its memory is the larger figure, not the sum;
+- fan, power limit, memory clock, memory utilisation and PCIe answer N/A, 0 or a fake "Gen1 x1": on a
+  unified-memory device they are never asked and are listed as not meaningful.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparktop.model import GpuProcess, GpuReport, GpuState
+
+# Metrics that mean nothing on a unified-memory GPU: never read there, listed in `unsupported` instead.
+HIDDEN_ON_UNIFIED = ("fan_speed", "power_limit", "memory_clock", "memory_utilization", "pcie")
+
+# CUDA cores per SM by compute capability major version (Volta/Turing/A100: 64; consumer Ampere, Ada,
+# Hopper, Blackwell: 128). 8.0 (A100) is the exception of its major version.
+_CORES_PER_SM = {7: 64, 8: 128, 9: 128, 10: 128, 11: 128, 12: 128}
+_CORES_PER_SM_EXACT = {(8, 0): 64}
+
+_ADDRESSING = {0: "none", 1: "HMM", 2: "ATS"}
+
+REASON_NO_LIBRARY = "NVML library not found (no NVIDIA driver installed)"
+NOT_SUPPORTED = "not supported on this device"
+
+
+class _GpuLost(Exception):
+    """NVML stopped working mid-run: drop every handle and initialise again on the next collect()."""
+
+
+@dataclass
+class _Device:
+    index: int
+    handle: Any
+    name: str
+    uuid: str | None = None
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    addressing_mode: str | None = None
+    unified: bool = False
+    memory_readable: bool = True  # read device memory every tick (discrete GPUs)
+    # metric -> reason, learnt once: these are not asked again
+    unsupported: dict[str, str] = field(default_factory=dict)
+
+
+def unified_unsupported(name: str, nvml_total: int | None = None) -> dict[str, str]:
+    """What a unified-memory GPU (GB10) does not report, with the reasons shown to the user. `nvml_total`:
+    the device memory total NVML gave anyway (an unverified GB10 report), which is not used either."""
+    where = "GB10" if "GB10" in name else "a unified-memory GPU"
+    if nvml_total is None:
+        memory = f"not supported on {where} (unified memory: the pool is MemTotal)"
+    else:
+        memory = f"not used on {where} (NVML says {nvml_total / 1024**3:.1f} GiB; the pool is MemTotal)"
+    out = {"memory_total": memory, "memory_used": memory}
+    out.update((metric, f"not meaningful on {where}") for metric in HIDDEN_ON_UNIFIED)
+    return out
+
+
+class NvmlCollector:
+    """`collect()` returns one `GpuReport`; `close()` shuts NVML down. Safe to call from a worker thread.
+
+    After a failed start (no driver, GPU lost) NVML is tried again at most every `retry_interval` seconds;
+    in between, `collect()` repeats the last reason without touching the library."""
+
+    def __init__(self, retry_interval: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.retry_interval = retry_interval
+        self._clock = clock
+        self._failed: GpuReport | None = None
+        self._retry_at = 0.0
+        self._lock = threading.Lock()
+        self._nvml: Any = None  # the pynvml module once imported
+        self._initialised = False  # nvmlInit succeeded and needs a matching nvmlShutdown
+        self._ready = False  # devices probed
+        self._devices: list[_Device] = []
+        self._driver_version: str | None = None
+
+    # --- public -------------------------------------------------------------------------------------------
+
+    def collect(self) -> GpuReport:
+        with self._lock:
+            if not self._ready:
+                if self._failed is not None and self._clock() < self._retry_at:
+                    return self._failed
+                problem = self._init()
+                if problem is not None:
+                    return self._fail(GpuReport(available=False, reason=problem))
+            try:
+                gpus = [self._read(dev) for dev in self._devices]
+            except _GpuLost as exc:
+                self._shutdown()
+                return self._fail(
+                    GpuReport(available=False, reason=str(exc), driver_version=self._driver_version)
+                )
+            self._failed = None
+            return GpuReport(available=True, driver_version=self._driver_version, gpus=gpus)
+
+    def _fail(self, report: GpuReport) -> GpuReport:
+        self._failed = report
+        self._retry_at = self._clock() + self.retry_interval
+        return report
+
+    def close(self) -> None:
+        with self._lock:
+            self._shutdown()
+
+    # --- initialisation -----------------------------------------------------------------------------------
+
+    def _init(self) -> str | None:
+        """Load NVML and learn the devices; returns why the GPU cannot be read, or None."""
+        try:
+            import pynvml
+        except ImportError:
+            return "NVML library not found (the nvidia-ml-py package is not installed)"
+        self._nvml = nv = pynvml
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError_LibraryNotFound:
+            return REASON_NO_LIBRARY
+        except nv.NVMLError_DriverNotLoaded:
+            return "NVIDIA driver not loaded (NVML: Driver Not Loaded)"
+        except nv.NVMLError_NoPermission:
+            return "no permission to use NVML (is /dev/nvidiactl readable?)"
+        except nv.NVMLError_LibRmVersionMismatch:
+            return "NVML library and kernel driver versions differ (reboot after the driver update?)"
+        except nv.NVMLError as exc:
+            return f"NVML failed to initialise: {exc}"
+        except OSError as exc:  # a broken libnvidia-ml that cannot be loaded
+            return f"NVML library could not be loaded: {exc}"
+        self._initialised = True
+        try:
+            self._driver_version = nv.nvmlSystemGetDriverVersion()
+        except nv.NVMLError:
+            self._driver_version = None
+        try:
+            count = nv.nvmlDeviceGetCount()
+            if count == 0:
+                self._shutdown()
+                return "no NVIDIA GPU found (NVML sees 0 devices)"
+            self._devices = [self._probe(i, nv.nvmlDeviceGetHandleByIndex(i)) for i in range(count)]
+        except _GpuLost as exc:
+            self._shutdown()
+            return str(exc)
+        except nv.NVMLError as exc:
+            self._shutdown()
+            return f"NVML could not list the GPUs: {exc}"
+        self._ready = True
+        return None
+
+    def _probe(self, index: int, handle: Any) -> _Device:
+        """What never changes for a device, and what it can report: asked once."""
+        nv = self._nvml
+        dev = _Device(index=index, handle=handle, name=f"GPU {index}")
+        name = self._call(dev, "name", nv.nvmlDeviceGetName, handle)
+        dev.name = name or dev.name
+        dev.uuid = self._call(dev, "uuid", nv.nvmlDeviceGetUUID, handle)
+        cc = self._call(dev, "compute_capability", nv.nvmlDeviceGetCudaComputeCapability, handle)
+        if cc is not None:
+            dev.compute_capability = f"{cc[0]}.{cc[1]}"
+        dev.sm_count = self._sm_count(dev, cc)
+        mode = self._call(dev, "addressing_mode", getattr(nv, "nvmlDeviceGetAddressingMode", None), handle)
+        if mode is not None:
+            dev.addressing_mode = _ADDRESSING.get(mode, f"unknown ({mode})")
+        memory = self._memory_info(dev, {})
+        memory_unsupported = dev.unsupported.get("memory_total") == NOT_SUPPORTED
+        dev.unified = (
+            dev.addressing_mode == "ATS"
+            or memory_unsupported
+            or dev.compute_capability == "12.1"
+            or "GB10" in dev.name
+        )
+        if dev.unified:
+            dev.memory_readable = False
+            dev.unsupported.update(unified_unsupported(dev.name, None if memory is None else memory.total))
+        return dev
+
+    def _sm_count(self, dev: _Device, cc: tuple[int, int] | None) -> int | None:
+        """NVML has no SM count; CUDA cores divided by the cores per SM of the architecture."""
+        cores = self._call(dev, "sm_count", getattr(self._nvml, "nvmlDeviceGetNumGpuCores", None), dev.handle)
+        if cores is None:
+            return None
+        if cc is None:
+            dev.unsupported["sm_count"] = "unknown: no compute capability to size an SM"
+            return None
+        per_sm = _CORES_PER_SM_EXACT.get(cc) or _CORES_PER_SM.get(cc[0])
+        if per_sm is None:
+            why = f"unknown: CUDA cores per SM not known for compute capability {cc[0]}.{cc[1]}"
+            dev.unsupported["sm_count"] = why
+            return None
+        return cores // per_sm
+
+    def _shutdown(self) -> None:
+        if self._initialised:
+            # shutting down a lost GPU may fail too; nothing to do about it
+            with contextlib.suppress(Exception):
+                self._nvml.nvmlShutdown()
+        self._initialised = False
+        self._ready = False
+        self._devices = []
+
+    # --- one tick -----------------------------------------------------------------------------------------
+
+    def _read(self, dev: _Device) -> GpuState:
+        nv = self._nvml
+        h = dev.handle
+        now: dict[str, str] = {}  # reasons for this tick only (a transient driver error)
+
+        util = self._call(dev, "utilization_pct", nv.nvmlDeviceGetUtilizationRates, h, now=now)
+        clock = self._call(dev, "sm_clock_mhz", nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM, now=now)
+        temp = self._call(
+            dev,
+            "temperature_c",
+            nv.nvmlDeviceGetTemperature,
+            h,
+            nv.NVML_TEMPERATURE_GPU,
+            now=now,
+            fallback=getattr(nv, "nvmlDeviceGetTemperatureV1", None),
+        )
+        power = self._call(dev, "power_w", nv.nvmlDeviceGetPowerUsage, h, now=now)
+        pstate = self._call(dev, "pstate", nv.nvmlDeviceGetPerformanceState, h, now=now)
+        energy = self._call(dev, "energy_j", nv.nvmlDeviceGetTotalEnergyConsumption, h, now=now)
+        memory = self._memory_info(dev, now) if dev.memory_readable else None
+        processes = self._processes(dev, now)
+
+        unsupported = dict(dev.unsupported)
+        unsupported.update(now)
+        return GpuState(
+            index=dev.index,
+            name=dev.name,
+            uuid=dev.uuid,
+            utilization_pct=None if util is None else float(util.gpu),
+            sm_clock_mhz=clock,
+            temperature_c=None if temp is None else float(temp),
+            power_w=None if power is None else power / 1000.0,
+            pstate=None if pstate is None or pstate == 32 else int(pstate),  # 32: NVML_PSTATE_UNKNOWN
+            energy_j=None if energy is None else energy / 1000.0,
+            sm_count=dev.sm_count,
+            compute_capability=dev.compute_capability,
+            addressing_mode=dev.addressing_mode,
+            unified_memory=dev.unified,
+            memory_total=None if memory is None else int(memory.total),
+            memory_used=None if memory is None else int(memory.used),
+            processes=processes,
+            unsupported=unsupported,
+        )
+
+    def _memory_info(self, dev: _Device, now: dict[str, str]) -> Any:
+        nv = self._nvml
+        version = getattr(nv, "nvmlMemory_v2", None)
+        v2 = (lambda h: nv.nvmlDeviceGetMemoryInfo(h, version=version)) if version else None
+        memory = self._call(
+            dev,
+            "memory_total",
+            v2 or nv.nvmlDeviceGetMemoryInfo,
+            dev.handle,
+            now=now,
+            fallback=nv.nvmlDeviceGetMemoryInfo if v2 else None,
+        )
+        if memory is None:
+            reason = dev.unsupported.get("memory_total") or now.get("memory_total")
+            if reason:
+                (dev.unsupported if "memory_total" in dev.unsupported else now)["memory_used"] = reason
+        return memory
+
+    def _processes(self, dev: _Device, now: dict[str, str]) -> list[GpuProcess]:
+        """Compute and graphics contexts, one entry per PID (a PID in both lists is one context)."""
+        nv = self._nvml
+        lists = [  # the current call (v3 structs), and the one older drivers have
+            (
+                kind,
+                getattr(nv, f"nvmlDeviceGet{title}RunningProcesses", None),
+                getattr(nv, f"nvmlDeviceGet{title}RunningProcesses_v2", None),
+            )
+            for kind, title in (("compute", "Compute"), ("graphics", "Graphics"))
+        ]
+        by_pid: dict[int, GpuProcess] = {}
+        for kind, fn, older in lists:
+            found = self._call(dev, f"processes_{kind}", fn, dev.handle, now=now, fallback=older)
+            for proc in found or ():
+                used = proc.usedGpuMemory  # pynvml turns NVML_VALUE_NOT_AVAILABLE into None
+                seen = by_pid.get(proc.pid)
+                if seen is None:
+                    by_pid[proc.pid] = GpuProcess(pid=proc.pid, used_bytes=used, kind=kind)
+                    continue
+                if seen.kind != kind:
+                    seen.kind = "both"
+                if used is not None and (seen.used_bytes is None or used > seen.used_bytes):
+                    seen.used_bytes = used
+        return sorted(by_pid.values(), key=lambda p: p.pid)
+
+    # --- the one place NVML is called --------------------------------------------------------------------
+
+    def _call(
+        self,
+        dev: _Device,
+        metric: str,
+        fn: Callable[..., Any] | None,
+        *args: Any,
+        now: dict[str, str] | None = None,
+        fallback: Callable[..., Any] | None = None,
+    ) -> Any:
+        """Call NVML for one metric. Returns None (with the reason recorded) instead of raising; raises
+        _GpuLost when the whole GPU is gone. A permanent answer (not supported, not in this NVML) is
+        remembered in `dev.unsupported` and the metric is not asked again."""
+        nv = self._nvml
+        if metric in dev.unsupported:
+            return None
+        if fn is None:
+            dev.unsupported[metric] = "not in this version of nvidia-ml-py"
+            return None
+        older_driver = (
+            nv.NVMLError_FunctionNotFound,
+            nv.NVMLLibraryMismatchError,
+            getattr(nv, "NVMLError_ArgumentVersionMismatch", nv.NVMLError_FunctionNotFound),
+        )
+        try:
+            return fn(*args)
+        except older_driver:
+            if fallback is not None:
+                return self._call(dev, metric, fallback, *args, now=now)
+            dev.unsupported[metric] = "not in this driver's NVML"
+        except nv.NVMLError_NotSupported:
+            dev.unsupported[metric] = NOT_SUPPORTED
+        except nv.NVMLError_NoPermission:
+            dev.unsupported[metric] = "no permission"
+        except (
+            nv.NVMLError_GpuIsLost,
+            nv.NVMLError_Uninitialized,
+            nv.NVMLError_DriverNotLoaded,
+            nv.NVMLError_ResetRequired,
+            nv.NVMLError_LibRmVersionMismatch,
+        ) as exc:
+            raise _GpuLost(f"GPU {dev.index} ({dev.name}) stopped answering: {exc}; retrying") from exc
+        except nv.NVMLError as exc:
+            (now if now is not None else dev.unsupported)[metric] = f"driver error: {exc}"
+        return None
