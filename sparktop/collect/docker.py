@@ -1,0 +1,437 @@
+"""Docker through the SDK: names, images and compose labels for discovery, stop and kill for control.
+
+Memory never comes from here. Containers are found and measured from their cgroup files on every tick
+(DESIGN §5); the Docker API only supplies what cgroups cannot: names, images, compose project/service. One
+`GET /containers/json` (`containers.list(sparse=True)`, no per-container inspect, never the stats API) every
+few seconds is enough, with a short client timeout so a stuck engine cannot stall a tick for long.
+
+Nothing here raises out of discovery: no socket, permission denied or an engine that went away become a
+`DockerStatus` with one readable reason, and the last names are kept (marked stale) until the engine answers
+again. Control raises `ControlError` / `StopTimeout` with one readable line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import http.client
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from sparktop.collect.control import ControlError, StopTimeout
+from sparktop.model import ContainerInfo, DockerStatus
+
+DEFAULT_SOCKET = "/var/run/docker.sock"
+GROUP_HINT = "add yourself to the docker group: sudo usermod -aG docker $USER"
+COMPOSE_PROJECT = "com.docker.compose.project"
+COMPOSE_SERVICE = "com.docker.compose.service"
+BY_ID = "showing containers by ID"
+
+ContainerNames = dict[str, dict[str, str | None]]
+
+
+# --- where the engine is ------------------------------------------------------------------------------------
+
+
+def resolve_endpoint(base_url: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The engine URL and extra client arguments: `base_url`, else DOCKER_HOST (with DOCKER_TLS_VERIFY /
+    DOCKER_CERT_PATH), else /var/run/docker.sock, else a rootless engine's $XDG_RUNTIME_DIR/docker.sock."""
+    if base_url:
+        return base_url, {}
+    if os.environ.get("DOCKER_HOST"):
+        kwargs = docker.utils.kwargs_from_env()
+        url = kwargs.pop("base_url", None) or os.environ["DOCKER_HOST"]
+        return url, kwargs
+    if not os.path.exists(DEFAULT_SOCKET):
+        runtime_dir = os.environ.get("XDG_RUNTIME_DIR")
+        if runtime_dir and os.path.exists(os.path.join(runtime_dir, "docker.sock")):
+            return f"unix://{os.path.join(runtime_dir, 'docker.sock')}", {}
+    return f"unix://{DEFAULT_SOCKET}", {}
+
+
+def socket_path(url: str) -> str | None:
+    for scheme in ("unix://", "http+unix://"):
+        if url.startswith(scheme):
+            return "/" + url[len(scheme) :].lstrip("/")
+    return None
+
+
+def _where(url: str) -> str:
+    return socket_path(url) or url
+
+
+# --- what went wrong ----------------------------------------------------------------------------------------
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, its causes and the exceptions nested in args (requests wraps urllib3 wraps OSError)."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        cur = todo.pop(0)
+        if id(cur) in seen or len(seen) > 20:
+            continue
+        seen.add(id(cur))
+        yield cur
+        todo.extend(arg for arg in getattr(cur, "args", ()) if isinstance(arg, BaseException))
+        for nxt in (cur.__cause__, cur.__context__, getattr(cur, "reason", None)):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+def classify(exc: BaseException) -> str:
+    """One of: notfound (container), missing (socket), denied, refused, timeout, disconnected, api, other."""
+    if isinstance(exc, docker.errors.NotFound):
+        return "notfound"
+    chain = list(_chain(exc))
+    for cur in chain:
+        if isinstance(cur, PermissionError) or (
+            isinstance(cur, OSError) and cur.errno in (errno.EACCES, errno.EPERM)
+        ):
+            return "denied"
+        if isinstance(cur, FileNotFoundError) or (isinstance(cur, OSError) and cur.errno == errno.ENOENT):
+            return "missing"
+        if isinstance(cur, ConnectionRefusedError) or (
+            isinstance(cur, OSError) and cur.errno == errno.ECONNREFUSED
+        ):
+            return "refused"
+    for cur in chain:
+        if isinstance(cur, requests.exceptions.Timeout | socket.timeout | TimeoutError):
+            return "timeout"
+    for cur in chain:
+        if isinstance(
+            cur,
+            requests.exceptions.ConnectionError
+            | http.client.HTTPException
+            | ConnectionError
+            | BrokenPipeError,
+        ):
+            return "disconnected"
+    if isinstance(exc, docker.errors.APIError):
+        return "api"
+    return "other"
+
+
+def _one_line(text: object, limit: int = 160) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _api_explanation(exc: BaseException) -> str:
+    if isinstance(exc, docker.errors.APIError):
+        return _one_line(exc.explanation or exc)
+    return _one_line(exc)
+
+
+# --- discovery ----------------------------------------------------------------------------------------------
+
+
+def _name(attrs: dict[str, Any]) -> str | None:
+    names = [n for n in attrs.get("Names") or [] if isinstance(n, str)]
+    # Legacy links add "/other/alias" entries: the container's own name has a single leading slash.
+    own = [n for n in names if n.count("/") <= 1]
+    pick = (own or names or [None])[0]
+    return pick.lstrip("/") if pick else None
+
+
+def _image(attrs: dict[str, Any]) -> str | None:
+    image = attrs.get("Image")
+    if isinstance(image, str) and image.startswith("sha256:"):
+        return image[7:19]
+    return image or None
+
+
+def describe(attrs: dict[str, Any]) -> dict[str, str | None]:
+    """What discovery keeps of one `GET /containers/json` entry (a sparse Container's attrs)."""
+    labels = attrs.get("Labels") or {}
+    state = attrs.get("State")
+    if isinstance(state, dict):  # a full inspect result
+        state = state.get("Status")
+    return {
+        "name": _name(attrs) if "Names" in attrs else (attrs.get("Name") or "").lstrip("/") or None,
+        "image": _image(attrs) if "Names" in attrs else (attrs.get("Config") or {}).get("Image"),
+        "status": state,
+        "compose_project": labels.get(COMPOSE_PROJECT),
+        "compose_service": labels.get(COMPOSE_SERVICE),
+    }
+
+
+class DockerDiscovery:
+    """Container names, images and compose labels, fetched at most every `refresh_s` seconds.
+
+    `containers()` is cheap between refreshes (a dict copy). A refresh is one sparse list call with an
+    `api_timeout` second client timeout. After a failure the next try waits refresh_s, 2×, 4× … up to
+    `max_retry_s`; `invalidate()` asks for a refresh on the next call (after a stop, say).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        refresh_s: float = 3.0,
+        clock: Callable[[], float] = time.monotonic,
+        api_timeout: float = 2.0,
+        max_retry_s: float = 30.0,
+    ) -> None:
+        self._base_url = base_url
+        self.refresh_s = refresh_s
+        self.api_timeout = api_timeout
+        self.max_retry_s = max_retry_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._client: docker.DockerClient | None = None
+        self._names: ContainerNames = {}
+        self._status = DockerStatus(available=False, reason="not probed")
+        self._next_at: float | None = None
+        self._fetched_at: float | None = None  # clock time of the last successful fetch
+        self._failures = 0
+        self.url: str | None = None
+        self.last_fetch_s: float | None = None  # how long the last refresh took (success or not)
+        self.fetches = 0  # refresh attempts, for tests and the debug view
+
+    # -- public
+
+    def containers(self) -> tuple[ContainerNames, DockerStatus]:
+        """full container id -> {name, image, status, compose_project, compose_service}, and the status."""
+        with self._lock:
+            now = self._clock()
+            if self._next_at is None or now >= self._next_at:
+                self._refresh(now)
+            return {cid: dict(info) for cid, info in self._names.items()}, self._status
+
+    def invalidate(self) -> None:
+        """Refresh on the next `containers()` call, whatever the schedule."""
+        with self._lock:
+            self._next_at = None
+
+    @property
+    def stale(self) -> bool:
+        """The names are from an earlier fetch: the engine did not answer the last one."""
+        return bool(self._names) and not self._status.available
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_client()
+
+    # -- internals
+
+    def _drop_client(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+        self._client = None
+
+    def _connect(self) -> docker.DockerClient:
+        if self._client is None:
+            url, kwargs = resolve_endpoint(self._base_url)
+            self.url = url
+            # version="auto" asks the engine for its API version (one short request).
+            self._client = docker.DockerClient(
+                base_url=url, version="auto", timeout=self.api_timeout, **kwargs
+            )
+        return self._client
+
+    def _refresh(self, now: float) -> None:
+        self.fetches += 1
+        t0 = time.monotonic()
+        try:
+            client = self._connect()
+            listed = client.containers.list(sparse=True)
+            names = {c.attrs["Id"]: describe(c.attrs) for c in listed if c.attrs.get("Id")}
+        except Exception as exc:  # never raise out of discovery
+            self.last_fetch_s = time.monotonic() - t0
+            self._failed(now, exc)
+            return
+        self.last_fetch_s = time.monotonic() - t0
+        self._names = names
+        self._fetched_at = now
+        self._failures = 0
+        self._next_at = now + self.refresh_s
+        self._status = DockerStatus(available=True, reason=None)
+
+    def _failed(self, now: float, exc: BaseException) -> None:
+        self._drop_client()
+        self._failures += 1
+        delay = min(self.max_retry_s, self.refresh_s * 2 ** (self._failures - 1))
+        self._next_at = now + max(delay, self.refresh_s)
+        if self.url is None:
+            with contextlib.suppress(Exception):
+                self.url = resolve_endpoint(self._base_url)[0]
+        where = _where(self.url or self._base_url or DEFAULT_SOCKET)
+        kind = classify(exc)
+        if kind == "denied":
+            reason = f"permission denied on {where} — {GROUP_HINT}"
+        elif self._names and self._fetched_at is not None:
+            age = max(0.0, now - self._fetched_at)
+            detail = {
+                "missing": "socket gone",
+                "refused": "connection refused",
+                "timeout": f"no answer within {self.api_timeout:g} s",
+                "disconnected": "connection lost",
+            }.get(kind, _api_explanation(exc))
+            reason = f"Docker engine stopped answering ({detail}) — names from {age:.0f} s ago, retrying"
+        elif kind == "missing":
+            reason = f"Docker socket {where} not found — {BY_ID}"
+        elif kind == "refused":
+            reason = f"Docker engine not answering on {where} (connection refused) — {BY_ID}"
+        elif kind == "timeout":
+            reason = f"Docker engine on {where} did not answer within {self.api_timeout:g} s — {BY_ID}"
+        elif kind == "disconnected":
+            reason = f"Docker engine on {where} closed the connection — {BY_ID}"
+        else:
+            reason = f"Docker unavailable: {_api_explanation(exc)} — {BY_ID}"
+        self._status = DockerStatus(available=False, reason=reason)
+
+
+# --- control ------------------------------------------------------------------------------------------------
+
+
+class DockerController:
+    """Stop and kill containers through the engine (`ContainerController`).
+
+    `stop()` is `docker stop -t N`: SIGTERM (or the image's stop signal), the engine's SIGKILL after N s.
+    docker-py sets the HTTP timeout of that call to `api_timeout + N`, so a stop the engine cannot finish
+    (a hung runtime, a process SIGKILL cannot reach) ends on our side as StopTimeout instead of hanging.
+    """
+
+    def __init__(self, base_url: str | None = None, api_timeout: float = 5.0) -> None:
+        self._base_url = base_url
+        self.api_timeout = api_timeout
+        self._client: docker.DockerClient | None = None
+        self._lock = threading.Lock()
+        self.url: str | None = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                with contextlib.suppress(Exception):
+                    self._client.close()
+            self._client = None
+
+    def _connect(self) -> docker.DockerClient:
+        with self._lock:
+            if self._client is None:
+                try:
+                    url, kwargs = resolve_endpoint(self._base_url)
+                    self.url = url
+                    self._client = docker.DockerClient(
+                        base_url=url, version="auto", timeout=self.api_timeout, **kwargs
+                    )
+                except Exception as exc:
+                    raise self._error(exc) from exc
+            return self._client
+
+    def _error(self, exc: BaseException, container: str | None = None) -> ControlError:
+        """One readable line for anything the engine or the connection did."""
+        kind = classify(exc)
+        where = _where(self.url or self._base_url or DEFAULT_SOCKET)
+        if kind != "api" and kind != "notfound":
+            self.close_client_quietly()
+        if kind == "notfound":
+            return ControlError(f"container {container or '?'} is already gone")
+        if kind == "denied":
+            return ControlError(f"permission denied on {where} — {GROUP_HINT}")
+        if kind == "missing":
+            return ControlError(f"Docker socket {where} not found — is the Docker engine running?")
+        if kind == "refused":
+            return ControlError(f"Docker engine stopped answering: connection refused on {where}")
+        if kind == "timeout":
+            return ControlError(f"Docker engine stopped answering: no reply within {self.api_timeout:g} s")
+        if kind == "disconnected":
+            return ControlError(f"Docker engine stopped answering: {_one_line(_root_cause(exc), 120)}")
+        if kind == "api":
+            return ControlError(f"Docker refused: {_api_explanation(exc)}")
+        return ControlError(f"Docker error: {_one_line(exc)}")
+
+    def close_client_quietly(self) -> None:
+        # Called with or without the lock held by the caller's thread; the client is rebuilt on next use.
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def _get(self, container_id: str) -> Any:
+        client = self._connect()
+        try:
+            return client.containers.get(container_id)
+        except Exception as exc:
+            raise self._error(exc, container_id[:12]) from exc
+
+    @staticmethod
+    def _label(container: Any) -> str:
+        name = (container.attrs.get("Name") or "").lstrip("/")
+        return f"{name} ({container.id[:12]})" if name else container.id[:12]
+
+    def stop(self, container_id: str, timeout: float = 10.0) -> None:
+        container = self._get(container_id)
+        label = self._label(container)
+        seconds = max(0, math.ceil(timeout))  # the API takes whole seconds
+        timed_out = False
+        try:
+            container.stop(timeout=seconds)  # HTTP timeout: api_timeout + seconds
+        except Exception as exc:
+            if classify(exc) != "timeout":
+                raise self._error(exc, label) from exc
+            timed_out = True
+        try:
+            container.reload()
+        except Exception as exc:
+            kind = classify(exc)
+            if kind == "notfound":
+                return  # stopped and removed (--rm): done
+            if timed_out:
+                raise StopTimeout(
+                    f"container {label} did not stop within {seconds} s (the engine is still busy with it)"
+                ) from exc
+            if kind in ("timeout", "disconnected", "refused", "missing"):
+                return  # the engine answered the stop itself; only the check failed
+            raise self._error(exc, label) from exc
+        state = container.attrs.get("State") or {}
+        if state.get("Running") or state.get("Restarting"):
+            raise StopTimeout(f"container {label} did not stop within {seconds} s")
+
+    def kill(self, container_id: str) -> None:
+        container = self._get(container_id)
+        label = self._label(container)
+        try:
+            container.kill()
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409 and "not running" in str(exc.explanation or exc).lower():
+                return  # it exited meanwhile: the goal is met
+            raise self._error(exc, label) from exc
+        except Exception as exc:
+            raise self._error(exc, label) from exc
+
+    def project_containers(self, project: str) -> list[ContainerInfo]:
+        """The running containers of a compose project, by service then name."""
+        client = self._connect()
+        try:
+            listed = client.containers.list(sparse=True, filters={"label": f"{COMPOSE_PROJECT}={project}"})
+        except Exception as exc:
+            raise self._error(exc) from exc
+        out = []
+        for c in listed:
+            info = describe(c.attrs)
+            out.append(ContainerInfo(id=c.attrs["Id"], runtime="docker", **info))
+        out.sort(key=lambda c: (c.compose_service or "", c.name or "", c.id))
+        return out
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The most specific message in the chain ("Connection aborted: RemoteDisconnected(...)")."""
+    last = exc
+    for cur in _chain(exc):
+        if isinstance(cur, OSError | http.client.HTTPException):
+            last = cur
+    text = str(last) or type(last).__name__
+    if isinstance(last, http.client.RemoteDisconnected):
+        return "the engine closed the connection mid-request (restarted?)"
+    return text

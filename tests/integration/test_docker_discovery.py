@@ -1,0 +1,228 @@
+"""DockerDiscovery against the real private engine: names, images, compose labels, caching, failures."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sparktop.collect import docker as sdocker
+from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
+from tests.integration.engine import DockerEngine, run_as_user, unique_name
+
+pytestmark = pytest.mark.docker
+
+SLEEP = "sh -c 'sleep 3600'"
+
+
+class FakeClock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def test_names_images_labels_and_status(docker_engine: DockerEngine, lab: dict) -> None:
+    discovery = DockerDiscovery(base_url=docker_engine.socket_url)
+    names, status = discovery.containers()
+    discovery.close()
+
+    assert status.available, status.reason
+    assert status.reason is None
+    for key, container in lab.items():
+        info = names[container.id]  # full 64-hex ids, as cgroups name them
+        assert len(container.id) == 64
+        assert info["name"] == container.name
+        assert info["image"] == docker_engine.image
+        assert info["status"] == "running"
+        if key == "shm":
+            assert info["compose_project"] is None and info["compose_service"] is None
+        else:
+            assert info["compose_project"] == "audio-lab"
+            assert info["compose_service"] == key
+    assert set(names[lab["whisper"].id]) == {"name", "image", "status", "compose_project", "compose_service"}
+
+
+def test_only_running_containers_are_listed(docker_engine: DockerEngine, docker_run) -> None:
+    done = docker_run(unique_name("finished"), "true")
+    done.wait(timeout=30)
+    discovery = DockerDiscovery(base_url=docker_engine.socket_url)
+    names, status = discovery.containers()
+    assert status.available
+    assert done.id not in names
+
+
+def test_refresh_is_cached_until_refresh_s_passes(docker_engine: DockerEngine, docker_run, lab) -> None:
+    clock = FakeClock()
+    discovery = DockerDiscovery(base_url=docker_engine.socket_url, refresh_s=3.0, clock=clock)
+    names, _ = discovery.containers()
+    assert discovery.fetches == 1
+    late = docker_run(unique_name("late"), SLEEP)
+
+    clock.advance(2.9)
+    names, status = discovery.containers()
+    assert status.available
+    assert late.id not in names, "a container started after the fetch appeared before refresh_s"
+    assert discovery.fetches == 1
+
+    clock.advance(0.2)
+    names, _ = discovery.containers()
+    assert late.id in names
+    assert discovery.fetches == 2
+
+    # invalidate() (after a stop, say) refreshes on the next call whatever the schedule
+    late.stop(timeout=0)
+    discovery.invalidate()
+    names, _ = discovery.containers()
+    assert late.id not in names
+    assert discovery.fetches == 3
+    discovery.close()
+
+
+def test_returned_dicts_are_copies(docker_engine: DockerEngine, lab) -> None:
+    discovery = DockerDiscovery(base_url=docker_engine.socket_url, clock=FakeClock())
+    names, _ = discovery.containers()
+    names[lab["tts"].id]["name"] = "scribbled"
+    names.clear()
+    again, _ = discovery.containers()
+    assert again[lab["tts"].id]["name"] == lab["tts"].name
+
+
+def test_missing_socket(docker_engine: DockerEngine) -> None:
+    url = docker_engine.missing_socket_url()
+    discovery = DockerDiscovery(base_url=url)
+    names, status = discovery.containers()
+    assert names == {}
+    assert not status.available
+    assert status.reason == f"Docker socket {url[len('unix://') :]} not found — showing containers by ID"
+
+
+def test_default_socket_missing_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No DOCKER_HOST, no socket at the default path: the reason names the default path."""
+    default = tmp_path / "var-run" / "docker.sock"
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setattr(sdocker, "DEFAULT_SOCKET", str(default))
+    names, status = DockerDiscovery().containers()
+    assert names == {}
+    assert status.reason == f"Docker socket {default} not found — showing containers by ID"
+
+
+def test_docker_host_is_honoured(monkeypatch: pytest.MonkeyPatch, docker_engine: DockerEngine, lab) -> None:
+    monkeypatch.setenv("DOCKER_HOST", docker_engine.socket_url)
+    names, status = DockerDiscovery().containers()
+    assert status.available
+    assert lab["whisper"].id in names
+
+
+def test_socket_nobody_listens_on(docker_engine: DockerEngine) -> None:
+    url = docker_engine.dead_socket_url()
+    names, status = DockerDiscovery(base_url=url).containers()
+    assert names == {}
+    assert not status.available
+    path = url[len("unix://") :]
+    assert (
+        status.reason
+        == f"Docker engine not answering on {path} (connection refused) — showing containers by ID"
+    )
+
+
+def _probe(url: str) -> tuple[int, dict, dict]:
+    import os
+
+    discovery = DockerDiscovery(base_url=url)
+    names, status = discovery.containers()
+    return os.getuid(), names, status.model_dump()
+
+
+def test_permission_denied_names_the_docker_group(docker_engine: DockerEngine, lab) -> None:
+    """A real EACCES: the probe runs as `nobody`, outside the docker group, against the engine's
+    root-owned 0660 socket (root itself passes every permission check)."""
+    uid, names, status = run_as_user(_probe, docker_engine.socket_url)
+    assert uid == 65534
+    assert names == {}
+    assert status["available"] is False
+    assert status["reason"] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}"
+    assert GROUP_HINT == "add yourself to the docker group: sudo usermod -aG docker $USER"
+
+
+def test_engine_down_mid_run_keeps_stale_names_and_recovers(spare_engine: DockerEngine) -> None:
+    container = spare_engine.run(unique_name("survivor"), SLEEP, labels={"com.docker.compose.project": "p"})
+    clock = FakeClock()
+    discovery = DockerDiscovery(base_url=spare_engine.socket_url, refresh_s=3.0, clock=clock)
+    names, status = discovery.containers()
+    assert status.available and container.id in names
+
+    spare_engine.stop()  # like `systemctl stop docker`: its containers stop, its socket goes away
+    clock.advance(3.0)
+    t0 = time.monotonic()
+    names, status = discovery.containers()
+    assert time.monotonic() - t0 < 2.5, "a refresh against a dead engine blocked the tick"
+    assert not status.available
+    assert discovery.stale
+    assert names[container.id]["name"] == container.name  # the last names are kept
+    assert names[container.id]["compose_project"] == "p"
+    assert status.reason == "Docker engine stopped answering (socket gone) — names from 3 s ago, retrying"
+    assert discovery.fetches == 2
+
+    # retries back off: not again before refresh_s, then 2 × refresh_s
+    clock.advance(2.0)
+    discovery.containers()
+    assert discovery.fetches == 2
+    clock.advance(1.0)
+    names, status = discovery.containers()
+    assert discovery.fetches == 3
+    assert status.reason == "Docker engine stopped answering (socket gone) — names from 6 s ago, retrying"
+    clock.advance(5.9)
+    discovery.containers()
+    assert discovery.fetches == 3
+
+    spare_engine.start()
+    clock.advance(0.1)
+    names, status = discovery.containers()
+    assert discovery.fetches == 4
+    assert status.available and status.reason is None
+    assert not discovery.stale
+    assert container.id not in names  # dockerd stopped it on shutdown
+    discovery.close()
+
+
+def test_engine_never_raises_on_garbage_url() -> None:
+    names, status = DockerDiscovery(base_url="unix://").containers()
+    assert names == {} and not status.available and status.reason
+    names, status = DockerDiscovery(base_url="tcp://127.0.0.1:1").containers()
+    assert names == {} and not status.available
+    assert "connection refused" in status.reason
+
+
+def test_sparse_list_is_far_cheaper_than_the_stats_api(docker_engine: DockerEngine, lab, capsys) -> None:
+    """Why discovery uses one sparse list and memory comes from cgroups (DESIGN §5): measured here."""
+    client = docker_engine.client
+    for _ in range(3):  # warm the connection
+        client.containers.list(sparse=True)
+    t0 = time.perf_counter()
+    rounds = 20
+    for _ in range(rounds):
+        listed = client.containers.list(sparse=True)
+    list_s = (time.perf_counter() - t0) / rounds
+    assert len(listed) >= 3
+
+    containers = list(lab.values())
+    stats_s = []
+    for c in containers:
+        t0 = time.perf_counter()
+        stats = c.stats(stream=False)
+        stats_s.append(time.perf_counter() - t0)
+        assert stats["memory_stats"]["usage"] > 0
+    with capsys.disabled():
+        stats_text = ", ".join(f"{s:.2f} s" for s in stats_s)
+        print(
+            f"\n[docker timing] containers.list(sparse=True): {list_s * 1000:.1f} ms for {len(listed)}"
+            f" containers; container.stats(stream=False): {stats_text} (engine startup"
+            f" {docker_engine.startup_s:.2f} s, image import {docker_engine.import_s or 0:.2f} s)"
+        )
+    assert list_s * 10 < min(stats_s)
