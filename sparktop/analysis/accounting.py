@@ -126,30 +126,37 @@ def account(
 
 def _fit_to_used(consumers: list[Consumer], used: int) -> int:
     """RSS counts shared pages once per process, so consumers can add up to more than `used`. Take the
-    excess off the CPU sides (GPU allocations are exact), the host-wide group first, then proportionally,
-    so that the parts always sum to `used`. Returns the bytes removed."""
+    excess off the CPU sides (GPU allocations are exact) so the parts always sum to `used`: first the
+    host-wide group, then the named host processes (RSS is where double counting happens), and the
+    containers last (a cgroup's working set is counted once by the kernel). Returns the bytes removed."""
     excess = sum(c.total for c in consumers) - used
     if excess <= 0:
         return 0
     removed = 0
-    for consumer in consumers:
-        if consumer.kind == "host-other" and excess > 0:
-            cut = min(consumer.cpu_bytes, excess)
-            consumer.cpu_bytes -= cut
-            excess -= cut
-            removed += cut
-    cpu_total = sum(c.cpu_bytes for c in consumers)
-    if excess > 0 and cpu_total > 0:
-        share = min(1.0, excess / cpu_total)
-        for consumer in consumers:
-            cut = min(consumer.cpu_bytes, round(consumer.cpu_bytes * share))
-            consumer.cpu_bytes -= cut
-            removed += cut
-        # Rounding leftovers go to the largest CPU consumer, so the sum is exact.
-        leftover = sum(c.total for c in consumers) - used
-        if leftover:
-            biggest = max(consumers, key=lambda c: c.cpu_bytes)
-            fix = min(leftover, biggest.cpu_bytes) if leftover > 0 else leftover
-            biggest.cpu_bytes -= fix
-            removed += fix
+    for kinds in (("host-other",), ("process",), ("container", "gpu-unexplained")):
+        group = [c for c in consumers if c.kind in kinds]
+        removed += _trim_proportionally(group, excess - removed)
+        if removed >= excess:
+            break
+    return removed
+
+
+def _trim_proportionally(group: list[Consumer], excess: int) -> int:
+    """Take up to `excess` bytes off the CPU sides of `group`, in proportion to their size, exactly."""
+    cpu_total = sum(c.cpu_bytes for c in group)
+    if excess <= 0 or cpu_total == 0:
+        return 0
+    target = min(excess, cpu_total)
+    removed = 0
+    for consumer in group:
+        cut = min(consumer.cpu_bytes, consumer.cpu_bytes * target // cpu_total)
+        consumer.cpu_bytes -= cut
+        removed += cut
+    # Integer division leaves a few bytes; take them from the largest so the total is exact.
+    for consumer in sorted(group, key=lambda c: c.cpu_bytes, reverse=True):
+        if removed >= target:
+            break
+        cut = min(consumer.cpu_bytes, target - removed)
+        consumer.cpu_bytes -= cut
+        removed += cut
     return removed
