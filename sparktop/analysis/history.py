@@ -1,0 +1,255 @@
+"""A bounded time series of the pool and its consumers, for the history chart and creep detection.
+
+Only numbers are kept, never snapshots: one `array('d')` of times, one `array('q')` of pool `used`, and one
+`array('q')` per consumer key (its total = CPU side + GPU side), all aligned index by index. A key absent at
+a tick holds `_ABSENT` there. Accounting's `unattributed` is kept under the key "unattributed" as well, so a
+leak nobody owns (driver, kernel) still shows; `top_keys` leaves it out.
+
+Memory stays bounded three ways:
+
+- age: points older than `max_age_s` are dropped, and so is a key that has been absent for the whole window;
+- resolution: raw points for the last 15 min, 10 s buckets up to 1 h, 60 s buckets beyond. A bucket keeps the
+  peak of each series (near-exhaustion moments must survive downsampling) and the time of its last point, so
+  6 h at 1 s is ~900 + 270 + 300 ≈ 1,470 points: with 50 consumers about 0.6 MB (see `nbytes`);
+- counts: at most `max_points` points (oldest dropped first: only reached when sampling much faster than 1 Hz)
+  and `max_keys` keys (the keys absent the longest are forgotten first, so process churn cannot grow it).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from bisect import bisect_left
+
+from sparktop.model import Snapshot
+
+UNATTRIBUTED = "unattributed"
+
+_ABSENT = -1  # sizes are never negative
+
+# (age beyond which a point is merged, bucket width in seconds), coarsest first.
+_TIERS: tuple[tuple[float, float], ...] = ((3600.0, 60.0), (900.0, 10.0))
+_COMPACT_EVERY = 60  # points added between compactions (once a minute at 1 Hz)
+
+
+class History:
+    """Pool `used` and per-consumer totals over the last `max_age_s` seconds. See the module docstring."""
+
+    def __init__(self, max_age_s: float = 6 * 3600, max_points: int = 4096, max_keys: int = 256) -> None:
+        if max_age_s <= 0:
+            raise ValueError(f"max_age_s must be greater than 0 (got {max_age_s})")
+        if max_points < 2:
+            raise ValueError(f"max_points must be at least 2 (got {max_points})")
+        self.max_age_s = float(max_age_s)
+        self.max_points = int(max_points)
+        self.max_keys = max(1, int(max_keys))
+        self._times = array("d")
+        self._used = array("q")
+        self._series: dict[str, array] = {}
+        self._labels: dict[str, str] = {}
+        self._last_seen: dict[str, float] = {}
+        self._latest: dict[str, int] = {}  # key -> total at the latest tick (keys present there only)
+        self._since_compact = 0
+
+    # --- writing -----------------------------------------------------------------------------------------
+
+    def add(self, snapshot: Snapshot) -> None:
+        """Record one tick. A snapshot older than the latest one (a clock step back) restarts the history."""
+        t = float(snapshot.timestamp)
+        if self._times and t <= self._times[-1]:
+            if t == self._times[-1]:
+                return  # the same tick twice
+            self.clear()
+        n = len(self._times)
+        totals: dict[str, int] = {}
+        accounting = snapshot.accounting
+        if accounting is not None:
+            for consumer in accounting.consumers:
+                totals[consumer.key] = totals.get(consumer.key, 0) + max(0, consumer.total)
+                self._labels[consumer.key] = consumer.label
+            totals[UNATTRIBUTED] = max(0, accounting.unattributed)
+            self._labels.setdefault(UNATTRIBUTED, UNATTRIBUTED)
+
+        self._times.append(t)
+        self._used.append(max(0, snapshot.memory.used))
+        for key, values in self._series.items():
+            values.append(totals.get(key, _ABSENT))
+        for key, total in totals.items():
+            if key not in self._series:
+                values = array("q", [_ABSENT]) * n
+                values.append(total)
+                self._series[key] = values
+            self._last_seen[key] = t
+        self._latest = totals
+
+        self._since_compact += 1
+        if self._since_compact >= _COMPACT_EVERY or len(self._times) > self.max_points:
+            self._compact()
+        self._trim(t)
+        if len(self._series) > self.max_keys:
+            self._evict_keys()
+
+    def clear(self) -> None:
+        self._times = array("d")
+        self._used = array("q")
+        self._series.clear()
+        self._labels.clear()
+        self._last_seen.clear()
+        self._latest = {}
+        self._since_compact = 0
+
+    def _trim(self, now: float) -> None:
+        """Drop points older than the window (or past `max_points`) and keys absent from all that is left."""
+        cut = bisect_left(self._times, now - self.max_age_s)
+        cut = max(cut, len(self._times) - self.max_points)
+        if cut <= 0:
+            return
+        del self._times[:cut]
+        del self._used[:cut]
+        for values in self._series.values():
+            del values[:cut]
+        oldest = self._times[0]
+        for key in [k for k, seen in self._last_seen.items() if seen < oldest]:
+            self._forget(key)
+
+    def _evict_keys(self) -> None:
+        """Over `max_keys`: forget the keys absent the longest (keys present now go last), down to 7/8 of
+        `max_keys` so that a stream of new keys sorts once every few ticks, not every tick."""
+        keep = self.max_keys - self.max_keys // 8
+        by_age = sorted(self._series, key=lambda k: (k in self._latest, self._last_seen.get(k, -math.inf)))
+        for key in by_age[: len(self._series) - keep]:
+            self._forget(key)
+
+    def _forget(self, key: str) -> None:
+        self._series.pop(key, None)
+        self._labels.pop(key, None)
+        self._last_seen.pop(key, None)
+        self._latest.pop(key, None)
+
+    def _compact(self) -> None:
+        """Merge old points into buckets (see `_TIERS`): a run of consecutive points that fall in the same
+        bucket becomes one point at the run's last time, holding each series' peak. Idempotent on buckets
+        made before, since a bucket's time lies inside its own bucket."""
+        self._since_compact = 0
+        times = self._times
+        if not times:
+            return
+        now = times[-1]
+        # Only points older than the finest tier's age are touched.
+        end = bisect_left(times, now - _TIERS[-1][0])
+        if end < 2:
+            return
+
+        def bucket(t: float) -> tuple[float, int]:
+            age = now - t
+            for min_age, width in _TIERS:
+                if age > min_age:
+                    return width, math.floor(t / width)
+            return 0.0, 0  # not reached: end excludes younger points
+
+        # The plan: (False, a, b) copies a stretch of points that stay as they are, (True, a, b) folds a run.
+        plan: list[tuple[bool, int, int]] = []
+        start = 0
+        current = bucket(times[0])
+        for i in range(1, end + 1):
+            b = bucket(times[i]) if i < end else None
+            if b == current:
+                continue
+            merge = i - start > 1
+            if not merge and plan and not plan[-1][0]:
+                plan[-1] = (False, plan[-1][1], i)  # extend the stretch being copied
+            else:
+                plan.append((merge, start, i))
+            start, current = i, b
+        if not any(merge for merge, _, _ in plan):
+            return  # nothing to merge
+
+        def merged(values: array, peak: bool) -> array:
+            out = array(values.typecode)
+            for merge, a, b in plan:
+                if not merge:
+                    out.extend(values[a:b])
+                else:
+                    out.append(max(values[a:b]) if peak else values[b - 1])
+            out.extend(values[end:])
+            return out
+
+        self._times = merged(times, peak=False)
+        self._used = merged(self._used, peak=True)
+        # _ABSENT is below every real size, so the peak of a bucket is absent only if absent throughout.
+        self._series = {key: merged(values, peak=True) for key, values in self._series.items()}
+
+    # --- reading -----------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    @property
+    def latest_time(self) -> float | None:
+        return self._times[-1] if self._times else None
+
+    @property
+    def pool_used_now(self) -> int | None:
+        """The pool's `used` at the latest tick."""
+        return self._used[-1] if self._used else None
+
+    def times(self) -> list[float]:
+        return self._times.tolist()
+
+    def used(self) -> list[int]:
+        return self._used.tolist()
+
+    def known_keys(self) -> list[str]:
+        """Every key with stored points (present now or earlier in the window)."""
+        return list(self._series)
+
+    def series(self, key: str) -> list[int | None]:
+        """`key`'s totals aligned with `times()`; None where the key was absent (or was never seen)."""
+        values = self._series.get(key)
+        if values is None:
+            return [None] * len(self._times)
+        return [None if v == _ABSENT else v for v in values]
+
+    def window(self, key: str, window_s: float) -> tuple[list[float], list[int]]:
+        """The points of `key` in the last `window_s` seconds, absent ticks left out: (times, values)."""
+        values = self._series.get(key)
+        if values is None or not self._times:
+            return [], []
+        start = bisect_left(self._times, self._times[-1] - window_s)
+        ts: list[float] = []
+        vs: list[int] = []
+        for i in range(start, len(self._times)):
+            v = values[i]
+            if v != _ABSENT:
+                ts.append(self._times[i])
+                vs.append(v)
+        return ts, vs
+
+    def latest(self, key: str) -> int | None:
+        """`key`'s total at the latest tick; None when absent there."""
+        return self._latest.get(key)
+
+    def present_keys(self) -> list[str]:
+        """The keys present at the latest tick, "unattributed" included."""
+        return list(self._latest)
+
+    def top_keys(self, n: int) -> list[str]:
+        """The `n` largest consumers at the latest tick, largest first, without "unattributed"."""
+        ranked = sorted(
+            ((total, key) for key, total in self._latest.items() if key != UNATTRIBUTED),
+            key=lambda item: (-item[0], item[1]),
+        )
+        return [key for _, key in ranked[: max(0, n)]]
+
+    def label(self, key: str) -> str:
+        return self._labels.get(key, key)
+
+    def nbytes(self) -> int:
+        """Bytes held by the stored numbers and their containers (labels and dict overhead included)."""
+        size = sys.getsizeof(self._times) + sys.getsizeof(self._used) + sys.getsizeof(self._series)
+        size += sys.getsizeof(self._labels) + sys.getsizeof(self._last_seen) + sys.getsizeof(self._latest)
+        for key, values in self._series.items():
+            size += sys.getsizeof(values) + sys.getsizeof(key)
+        size += sum(sys.getsizeof(label) for label in self._labels.values())
+        return size

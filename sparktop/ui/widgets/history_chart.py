@@ -1,0 +1,229 @@
+"""The pool's used memory and its largest consumers over time, against the safe / aggressive / pool lines."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from textual.color import Color
+from textual_plotext import PlotextPlot
+
+from sparktop.analysis.history import History
+from sparktop.ui.format import fmt_gb, fmt_size, unit_size
+from sparktop.ui.themes import derive_palette
+
+_LABEL_WIDTH = 22
+_NICE_STEPS = (0.25, 0.5, 1, 2, 5, 10, 15, 20, 25, 30, 50, 60, 100, 120, 180, 240, 360, 500, 1000)
+_HOURS_FROM_MIN = 120  # a span longer than this is drawn in hours
+
+
+@dataclass(frozen=True)
+class _Args:
+    history: History
+    safe_bytes: int
+    max_bytes: int
+    pool_bytes: int
+    units: str
+    top_n: int
+    span_s: float | None
+    colors: dict[str, str] | None
+
+
+def _downsample(
+    times: list[float], columns: dict[str, list[int | None]], start: float, end: float, bins: int
+) -> tuple[list[float], dict[str, list[int | None]]]:
+    """At most `bins` points, one per equal slice of [start, end]: the slice's last time and each series'
+    peak in it (a spike must not vanish because the widget is narrow)."""
+    if len(times) <= bins or end <= start:
+        return times, columns
+    out_t: list[float] = []
+    out: dict[str, list[int | None]] = {name: [] for name in columns}
+    current = -1
+    scale = bins / (end - start)
+    for i, t in enumerate(times):
+        b = min(bins - 1, int((t - start) * scale))
+        if b != current:
+            current = b
+            out_t.append(t)
+            for name, values in columns.items():
+                out[name].append(values[i])
+            continue
+        out_t[-1] = t
+        for name, values in columns.items():
+            v = values[i]
+            last = out[name][-1]
+            if v is not None and (last is None or v > last):
+                out[name][-1] = v
+    return out_t, out
+
+
+def _nice_step(span: float, max_ticks: int) -> float:
+    """The smallest step from `_NICE_STEPS` that puts at most `max_ticks` ticks on `span`."""
+    for step in _NICE_STEPS:
+        if span / step <= max_ticks:
+            return step
+    return span / max_ticks
+
+
+def _ticks(low: float, high: float, max_ticks: int) -> list[float]:
+    """Multiples of a nice step in [low, high], always including 0 when it is in range."""
+    step = _nice_step(high - low, max(1, max_ticks))
+    first = -(-low // step) * step
+    out = []
+    value = first
+    while value <= high + 1e-9:
+        out.append(round(value, 6))
+        value += step
+    return out
+
+
+def _x_label(x: float) -> str:
+    return "now" if x == 0 else f"{x:g}"
+
+
+class HistoryChart(PlotextPlot):
+    """Call `redraw(history, safe_bytes, max_bytes, pool_bytes, units)` after each tick."""
+
+    DEFAULT_CSS = """
+    HistoryChart {
+        height: 1fr;
+        min-height: 8;
+    }
+    """
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._args: _Args | None = None
+
+    def on_mount(self) -> None:
+        # PlotextPlot's own on_mount (called too) re-themes the background; the line colours are ours.
+        self.watch(self.app, "theme", self._theme_changed, init=False)
+
+    def _theme_changed(self) -> None:
+        if self._args is not None:
+            self._draw(self._args)
+
+    def redraw(
+        self,
+        history: History,
+        safe_bytes: int,
+        max_bytes: int,
+        pool_bytes: int,
+        units: str = "GiB",
+        top_n: int = 4,
+        *,
+        span_s: float | None = None,
+        colors: dict[str, str] | None = None,
+    ) -> None:
+        """Draw the last `span_s` seconds (all of the history when None). `colors` maps consumer keys to
+        colours (e.g. the budget bar's, so a consumer looks the same everywhere); the others take the
+        theme's segment palette in turn."""
+        self._args = _Args(history, safe_bytes, max_bytes, pool_bytes, units, top_n, span_s, colors)
+        self._draw(self._args)
+
+    def _var(self, variable: str, fallback: str) -> tuple[int, int, int] | str:
+        """A theme variable as plotext wants a colour: an RGB tuple."""
+        try:
+            value = self.app.theme_variables.get(variable)
+        except Exception:  # not mounted yet
+            return fallback
+        return _rgb(value) if value else fallback
+
+    def _draw(self, a: _Args) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        unit = unit_size(a.units)
+        surface = self._var("surface", "default")
+        history = a.history
+        times = history.times()
+        skip = 0
+        if a.span_s is not None and times:
+            skip = bisect_left(times, times[-1] - a.span_s)
+        times = times[skip:]
+        top = max(a.pool_bytes, a.max_bytes, a.safe_bytes, 1)
+        if not times:
+            plt.title(f"memory ({a.units}) — collecting…")
+            plt.xlabel("minutes ago")
+            self._axes(-a.span_s / 60 if a.span_s else -5.0, top / unit * 1.05)
+            self.refresh()
+            return
+
+        keys = history.top_keys(a.top_n)
+        columns: dict[str, list[int | None]] = {"": list(history.used()[skip:])}
+        for key in keys:
+            columns[key] = history.series(key)[skip:]
+        now = times[-1]
+        start = times[0] if a.span_s is None else now - a.span_s
+        bins = max(16, 2 * max(1, self.size.width - 10))  # braille: two dots per column
+        times, columns = _downsample(times, columns, start, now, bins)
+        span_min = a.span_s / 60 if a.span_s else max(1.0, (now - times[0]) / 60)
+        per = 60.0 if span_min <= _HOURS_FROM_MIN else 3600.0
+        plt.xlabel("minutes ago" if per == 60 else "hours ago")
+        xs = [(t - now) / per for t in times]
+        left = -span_min * 60 / per
+        top = max([top] + [v for v in columns[""] if v is not None])
+        plt.title(f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)}")
+        self._axes(left, top / unit * 1.05)
+
+        for name, line, color in (
+            ("safe", a.safe_bytes, self._var("warning", "orange")),
+            ("aggressive", a.max_bytes, self._var("error", "red")),
+        ):
+            if line > 0:
+                plt.hline(line / unit, color=color)
+                label = f" {name} {fmt_gb(line)} "
+                plt.text(label, x=left, y=line / unit, color=color, background=surface, alignment="left")
+        if a.pool_bytes > 0:
+            plt.hline(a.pool_bytes / unit, color=self._var("foreground-muted", "gray"))
+
+        # `used` first, so it heads the legend (which a short widget cuts at the bottom).
+        self._plot_gappy(xs, columns[""], unit, self._var("foreground", "white"), "used")
+        theme = self.app.current_theme if self.is_mounted else None
+        segments = derive_palette(theme).segments if theme else ("cyan", "magenta", "green", "yellow")
+        for i, key in enumerate(keys):
+            color = _rgb(a.colors[key]) if a.colors and key in a.colors else _rgb(segments[i % len(segments)])
+            label = history.label(key)
+            if len(label) > _LABEL_WIDTH:
+                label = label[: _LABEL_WIDTH - 1] + "…"
+            self._plot_gappy(xs, columns[key], unit, color, label)
+        self.refresh()
+
+    def _axes(self, left: float, top: float) -> None:
+        plt = self.plt
+        plt.xlim(left, 0)
+        plt.ylim(0, top)
+        xticks = _ticks(left, 0, max(2, self.size.width // 12))
+        plt.xticks(xticks, [_x_label(x) for x in xticks])
+        yticks = _ticks(0, top, max(2, self.size.height // 4))
+        plt.yticks(yticks, [f"{y:g}" for y in yticks])
+
+    def _plot_gappy(
+        self, xs: list[float], values: list[int | None], unit: int, color: object, label: str
+    ) -> None:
+        """One line per unbroken run, so a consumer that was gone is not bridged; the label once."""
+        run_x: list[float] = []
+        run_y: list[float] = []
+        labelled = False
+
+        def flush() -> None:
+            nonlocal labelled
+            if run_x:
+                self.plt.plot(run_x, run_y, color=color, marker="braille", label=None if labelled else label)
+                labelled = True
+
+        for x, v in zip(xs, values, strict=True):
+            if v is None:
+                flush()
+                run_x, run_y = [], []
+            else:
+                run_x.append(x)
+                run_y.append(v / unit)
+        flush()
+
+
+def _rgb(color: str) -> tuple[int, int, int] | str:
+    try:
+        return Color.parse(color).rgb
+    except Exception:  # a plotext colour name such as "gray"
+        return color

@@ -1,0 +1,186 @@
+"""History: alignment of per-consumer series, top keys, and bounded memory under long runs and key churn."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from sparktop.analysis.history import History
+from sparktop.model import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+
+TOTAL = 128 * GB
+
+
+def snap(
+    t: float, consumers: dict[str, int], labels: dict[str, str] | None = None, extra: int = 0
+) -> Snapshot:
+    """A snapshot whose pool `used` is the consumers' sum plus `extra` unattributed bytes."""
+    labels = labels or {}
+    used = sum(consumers.values()) + extra
+    return Snapshot(
+        timestamp=t,
+        memory=HostMemory(total=TOTAL, available=TOTAL - used, free=TOTAL - used),
+        gpu=GpuReport(available=False, reason="test"),
+        accounting=Accounting(
+            used=used,
+            consumers=[
+                Consumer(key=k, label=labels.get(k, k.upper()), kind="container", cpu_bytes=v)
+                for k, v in consumers.items()
+            ],
+            unattributed=extra,
+        ),
+    )
+
+
+def test_series_are_aligned_with_times_and_none_where_absent() -> None:
+    h = History()
+    h.add(snap(100.0, {"a": 1 * GB}))
+    h.add(snap(101.0, {"a": 2 * GB, "b": 5 * GB}))
+    h.add(snap(102.0, {"b": 6 * GB}))
+    h.add(snap(103.0, {"a": 3 * GB, "b": 7 * GB}, extra=GB))
+
+    assert h.times() == [100.0, 101.0, 102.0, 103.0]
+    assert h.used() == [1 * GB, 7 * GB, 6 * GB, 11 * GB]
+    assert h.series("a") == [1 * GB, 2 * GB, None, 3 * GB]
+    assert h.series("b") == [None, 5 * GB, 6 * GB, 7 * GB]
+    assert h.series("unattributed") == [0, 0, 0, GB]
+    assert h.series("never-seen") == [None, None, None, None]
+    assert h.latest_time == 103.0
+    assert h.pool_used_now == 11 * GB
+    assert len(h) == 4
+
+
+def test_series_total_is_cpu_plus_gpu() -> None:
+    h = History()
+    s = snap(1.0, {})
+    s.accounting = Accounting(
+        used=9 * GB,
+        consumers=[Consumer(key="p", label="p", kind="process", cpu_bytes=2 * GB, gpu_bytes=7 * GB)],
+    )
+    h.add(s)
+    assert h.series("p") == [9 * GB]
+
+
+def test_top_keys_largest_first_without_unattributed() -> None:
+    h = History()
+    h.add(snap(1.0, {"big-then-gone": 90 * GB, "a": 1 * GB}))
+    h.add(snap(2.0, {"a": 10 * GB, "b": 30 * GB, "c": 20 * GB}, extra=50 * GB))
+    assert h.top_keys(2) == ["b", "c"]
+    assert h.top_keys(10) == ["b", "c", "a"]  # "big-then-gone" is not there now; unattributed never is
+    assert h.top_keys(0) == []
+
+
+def test_label_is_the_latest_one_and_defaults_to_the_key() -> None:
+    h = History()
+    h.add(snap(1.0, {"container:1": GB}, labels={"container:1": "1a2b3c4d5e6f"}))
+    h.add(snap(2.0, {"container:1": GB}, labels={"container:1": "vllm"}))
+    assert h.label("container:1") == "vllm"
+    assert h.label("unknown-key") == "unknown-key"
+
+
+def test_empty_history() -> None:
+    h = History()
+    assert h.times() == [] and h.used() == [] and h.top_keys(3) == []
+    assert h.latest_time is None and h.pool_used_now is None
+    assert h.series("x") == []
+    assert h.window("x", 300) == ([], [])
+
+
+def test_snapshot_without_accounting_records_used_only() -> None:
+    h = History()
+    h.add(snap(1.0, {"a": GB}))
+    bare = snap(2.0, {"a": 3 * GB})
+    bare.accounting = None
+    h.add(bare)
+    assert h.used() == [GB, 3 * GB]
+    assert h.series("a") == [GB, None]
+    assert h.top_keys(5) == []
+
+
+def test_repeated_tick_is_ignored_and_a_clock_step_back_restarts() -> None:
+    h = History()
+    h.add(snap(10.0, {"a": GB}))
+    h.add(snap(10.0, {"a": 2 * GB}))
+    assert h.series("a") == [GB]
+    h.add(snap(5.0, {"b": GB}))
+    assert h.times() == [5.0]
+    assert set(h.known_keys()) == {"b", "unattributed"}
+
+
+def test_window_returns_recent_present_points() -> None:
+    h = History()
+    for i in range(10):
+        h.add(snap(float(i), {"a": i * GB} if i % 3 else {}))
+    ts, vs = h.window("a", 4.0)  # t in [5, 9]
+    assert ts == [5.0, 7.0, 8.0]
+    assert vs == [5 * GB, 7 * GB, 8 * GB]
+
+
+def test_six_hours_at_one_second_with_50_consumers_stays_small() -> None:
+    h = History()
+    consumers = {f"container:{i}": (i + 1) * GB // 10 for i in range(50)}
+    s = snap(0.0, consumers)
+    spike_at = 3600.0  # a 1 s spike 5 h before the end must survive downsampling (buckets keep the peak)
+    for i in range(6 * 3600):
+        s.timestamp = float(i)
+        if i == spike_at:
+            s.accounting.consumers[0].cpu_bytes = 99 * GB
+        h.add(s)
+        if i == spike_at:
+            s.accounting.consumers[0].cpu_bytes = consumers["container:0"]
+
+    times = h.times()
+    assert len(times) < 1600, len(times)  # 900 raw + 270 × 10 s + 300 × 60 s, give or take a bucket
+    assert times[-1] - times[0] <= 6 * 3600
+    recent = [t for t in times if t > times[-1] - 850]
+    assert all(b - a == 1.0 for a, b in itertools.pairwise(recent))  # raw for the last 15 min
+    oldest_gaps = [b - a for a, b in itertools.pairwise(times[:51])]
+    assert min(oldest_gaps) >= 59.0  # 60 s buckets beyond an hour
+    assert max(v for v in h.series("container:0") if v is not None) == 99 * GB
+    assert all(len(h.series(k)) == len(times) for k in h.known_keys())
+    assert h.nbytes() < 1_000_000, h.nbytes()  # ~0.6 MB: 52 series × ~1,470 points × 8 bytes
+
+
+def test_key_churn_keeps_memory_bounded() -> None:
+    """10,000 ticks, 40 steady consumers plus 10 new process keys every tick (100,000 keys in all)."""
+    h = History(max_keys=256)
+    steady = {f"container:{i}": GB for i in range(40)}
+    s = snap(0.0, steady)
+    steady_consumers = list(s.accounting.consumers)
+    sizes = []
+    for tick in range(10_000):
+        s.timestamp = float(tick)
+        s.accounting.consumers = steady_consumers + [
+            Consumer(key=f"process:{tick * 10 + j}:0", label="p", kind="process", cpu_bytes=GB // 2)
+            for j in range(10)
+        ]
+        h.add(s)
+        if tick % 1000 == 999:
+            sizes.append(h.nbytes())
+    assert len(h.known_keys()) <= 256
+    for key in steady:  # keys present now are never the ones forgotten
+        assert h.series(key)[-1] == GB
+    assert h.top_keys(5)[0].startswith("container:")
+    assert max(sizes) < 6_000_000, sizes
+    assert sizes[-1] <= sizes[len(sizes) // 2] * 1.2, sizes  # flat once full, not growing with the run
+    assert all(len(h.series(k)) == len(h) for k in h.known_keys())
+
+
+def test_keys_absent_for_the_whole_window_are_dropped() -> None:
+    h = History(max_age_s=100)
+    h.add(snap(0.0, {"short-lived": GB, "steady": GB}))
+    for t in range(1, 102):
+        h.add(snap(float(t), {"steady": GB}))
+    assert h.times()[0] >= 1.0  # older than 100 s is gone
+    assert "short-lived" not in h.known_keys()
+    assert h.label("short-lived") == "short-lived"
+    assert "steady" in h.known_keys()
+
+
+def test_max_points_caps_fast_sampling() -> None:
+    h = History(max_points=500)
+    for i in range(5000):
+        h.add(snap(i * 0.1, {"a": GB}))  # 10 Hz: the raw tier alone would hold 9,000 points
+    assert len(h) <= 500
+    assert h.times()[-1] == pytest.approx(499.9)

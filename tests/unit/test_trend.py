@@ -1,0 +1,306 @@
+"""Creep detection: no alert for noise, a one-off step or a sawtooth; an alert for steady growth, with the
+pool's ETAs to the lines and a readable message."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparktop.analysis.history import History
+from sparktop.analysis.trend import CreepAlert, detect_creep, eta_s, rate_per_min
+from sparktop.model import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+
+TOTAL = 128 * GB
+SAFE = 80 * GB
+AGGRESSIVE = 100 * GB
+BASE = 40 * GB  # the rest of the pool, steady
+KEY = "process:4242:1700000000"
+
+
+def history_of(values: list[float], step: float = 1.0, start: float = 1_700_000_000.0) -> History:
+    """A history where one consumer ("train.py") takes `values[i]` bytes at tick i, on top of BASE."""
+    h = History()
+    s = Snapshot(
+        timestamp=start,
+        memory=HostMemory(total=TOTAL, available=TOTAL, free=TOTAL),
+        gpu=GpuReport(available=False, reason="test"),
+        accounting=Accounting(used=0, consumers=[Consumer(key=KEY, label="train.py", kind="process")]),
+    )
+    for i, v in enumerate(values):
+        used = BASE + int(v)
+        s.timestamp = start + i * step
+        s.memory = HostMemory(total=TOTAL, available=TOTAL - used, free=TOTAL - used)
+        s.accounting.used = used
+        s.accounting.consumers[0].cpu_bytes = int(v)
+        s.accounting.unattributed = BASE
+        h.add(s)
+    return h
+
+
+def alerts(values: list[float], step: float = 1.0) -> list[CreepAlert]:
+    return detect_creep(history_of(values, step), SAFE, AGGRESSIVE, TOTAL)
+
+
+def jitter(rng: random.Random, amplitude: float) -> float:
+    return rng.uniform(-amplitude, amplitude)
+
+
+# --- no alert --------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), amplitude=st.floats(0.0, 0.5e9))
+def test_zero_mean_jitter_never_alerts(seed: int, amplitude: float) -> None:
+    rng = random.Random(seed)
+    assert alerts([20 * GB + jitter(rng, amplitude) for _ in range(301)]) == []
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    at=st.integers(0, 300), jump=st.floats(1e9, 30e9), noise=st.floats(0.0, 0.3e9), seed=st.integers(0, 99)
+)
+def test_one_off_step_never_alerts(at: int, jump: float, noise: float, seed: int) -> None:
+    """A model loading: flat, a jump of 1–30 GB anywhere in the window, flat again."""
+    rng = random.Random(seed)
+    values = [10 * GB + (jump if i >= at else 0) + jitter(rng, noise) for i in range(301)]
+    assert alerts(values) == []
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(period=st.floats(20.0, 150.0), amplitude=st.floats(1e9, 20e9), phase=st.floats(0.0, 1.0))
+def test_sawtooth_returning_to_base_never_alerts(period: float, amplitude: float, phase: float) -> None:
+    """Allocate, grow, release back to the base, again and again (a batch job, a cache that is flushed)."""
+    values = [10 * GB + amplitude * (((i / period) + phase) % 1.0) for i in range(301)]
+    assert alerts(values) == []
+
+
+def test_growth_that_just_returned_to_base_does_not_alert() -> None:
+    values = [10 * GB + 1.3e9 * i / 60 for i in range(300)] + [10 * GB]
+    assert alerts(values) == []
+
+
+def test_triangle_allocate_and_release_does_not_alert() -> None:
+    values = [10 * GB + 5 * GB * abs((i % 100) / 50 - 1) for i in range(301)]
+    assert alerts(values) == []
+
+
+def test_growth_too_slow_does_not_alert() -> None:
+    values = [10 * GB + 30e6 * i / 60 for i in range(301)]  # 30 MB/min < 50 MB/min
+    assert alerts(values) == []
+
+
+def test_a_new_consumer_is_not_judged_before_it_covers_most_of_the_window() -> None:
+    """Two minutes of steady growth is a model still loading as far as we can tell: 60 % of 300 s needed."""
+    assert alerts([10 * GB + 1.3e9 * i / 60 for i in range(150)]) == []
+    assert alerts([10 * GB + 1.3e9 * i / 60 for i in range(200)]) != []
+
+
+def test_shrinking_memory_does_not_alert() -> None:
+    assert alerts([30 * GB - 1.3e9 * i / 60 for i in range(301)]) == []
+
+
+# --- alert ----------------------------------------------------------------------------------------------
+
+
+def test_steady_growth_with_noise_alerts() -> None:
+    rng = random.Random(7)
+    rate = 1.3e9 / 60  # bytes per second
+    found = alerts([10 * GB + rate * i + jitter(rng, 0.5e9) for i in range(301)])
+    assert [a.key for a in found] == [KEY]
+    assert found[0].label == "train.py"
+    assert found[0].rate_bytes_per_s == pytest.approx(rate, rel=0.05)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(gb_per_min=st.floats(0.2, 5.0), seed=st.integers(0, 2**32 - 1))
+def test_steady_growth_alerts_at_any_rate_from_slow_to_fast(gb_per_min: float, seed: int) -> None:
+    rng = random.Random(seed)
+    rate = gb_per_min * 1e9 / 60
+    noise = min(0.5e9, 0.1 * rate * 300)  # jitter up to a tenth of the window's growth
+    found = alerts([10 * GB + rate * i + jitter(rng, noise) for i in range(301)])
+    assert len(found) == 1
+    assert found[0].rate_bytes_per_s == pytest.approx(rate, rel=0.1)
+
+
+def test_slow_steady_growth_alerts() -> None:
+    rng = random.Random(3)
+    found = alerts([10 * GB + 0.2e9 * i / 60 + jitter(rng, 50e6) for i in range(301)])
+    assert len(found) == 1
+    assert found[0].rate_bytes_per_min == pytest.approx(0.2e9, rel=0.05)
+
+
+def test_staircase_growth_alerts() -> None:
+    """KV-cache blocks allocated every 20 s: steps, but in every third of the window."""
+    values = [10 * GB + 0.5 * GB * (i // 20) for i in range(301)]
+    assert len(alerts(values)) == 1
+
+
+def test_growth_sampled_every_two_seconds_alerts() -> None:
+    assert len(alerts([10 * GB + 1.3e9 * i * 2 / 60 for i in range(151)], step=2.0)) == 1
+
+
+def test_alerts_are_sorted_by_rate_and_only_for_growing_keys() -> None:
+    h = History()
+    for i in range(301):
+        consumers = [
+            Consumer(key="slow", label="slow", kind="process", cpu_bytes=int(5 * GB + 0.3e9 * i / 60)),
+            Consumer(key="fast", label="fast", kind="container", cpu_bytes=int(5 * GB + 2e9 * i / 60)),
+            Consumer(key="flat", label="flat", kind="container", cpu_bytes=20 * GB),
+        ]
+        used = sum(c.total for c in consumers)
+        h.add(
+            Snapshot(
+                timestamp=float(i),
+                memory=HostMemory(total=TOTAL, available=TOTAL - used, free=TOTAL - used),
+                gpu=GpuReport(available=False),
+                accounting=Accounting(used=used, consumers=consumers),
+            )
+        )
+    found = detect_creep(h, SAFE, AGGRESSIVE, TOTAL)
+    assert [a.key for a in found] == ["fast", "slow"]
+
+
+def test_no_history_no_alerts() -> None:
+    assert detect_creep(History(), SAFE, AGGRESSIVE, TOTAL) == []
+
+
+# --- rate and ETAs ---------------------------------------------------------------------------------------
+
+
+def test_rate_per_min_of_an_exact_line_and_none_with_too_few_points() -> None:
+    h = history_of([10 * GB + 1e9 * i / 60 for i in range(301)])
+    assert rate_per_min(h, KEY) == pytest.approx(1e9)
+    assert rate_per_min(h, KEY, window_s=60) == pytest.approx(1e9)
+    assert rate_per_min(h, "no-such-key") is None
+    assert rate_per_min(history_of([GB, 2 * GB, 3 * GB]), KEY) is None
+
+
+def test_etas_are_for_the_whole_pool_worked_by_hand() -> None:
+    # The consumer grows exactly 1.3 GB/min from 26 GB to 32.5 GB over 300 s; BASE is 40 GB, so the pool's
+    # used is 72.5 GB now. Safe 80 GB: 7.5 GB away at 1.3 GB/min = 5.769 min = 346.15 s.
+    # Aggressive 100 GB: 27.5 GB / 1.3 = 21.154 min = 1269.2 s. Pool 128 GB: 55.5 GB / 1.3 = 42.69 min.
+    rate = 1.3e9 / 60
+    found = alerts([26 * GB + rate * i for i in range(301)])
+    assert len(found) == 1
+    a = found[0]
+    assert a.pool_used_bytes == 72_500_000_000
+    assert a.current_bytes == 32_500_000_000
+    assert a.eta_safe_s == pytest.approx(346.15, abs=0.1)
+    assert a.eta_aggressive_s == pytest.approx(1269.2, abs=0.1)
+    assert a.eta_pool_s == pytest.approx(2561.5, abs=0.1)
+    assert a.message("GB") == (
+        "train.py +1.3 GB/min — crosses safe 80 GB in ~6 min, aggressive 100 GB in ~21 min,"
+        " the pool in ~43 min"
+    )
+
+
+def test_etas_when_the_pool_is_already_over_a_line() -> None:
+    rate = 1.3e9 / 60
+    found = alerts([45 * GB + rate * i for i in range(301)])  # pool at 91.5 GB at the end
+    a = found[0]
+    assert a.eta_safe_s == 0.0
+    assert a.eta_aggressive_s == pytest.approx(8.5e9 / rate)
+    assert a.message("GB").startswith(
+        "train.py +1.3 GB/min — already over safe 80 GB, crosses aggressive 100 GB in ~"
+    )
+
+
+def test_eta_s() -> None:
+    assert eta_s(70 * GB, 1e9, 80 * GB) == 10.0
+    assert eta_s(80 * GB, 1e9, 80 * GB) == 0.0
+    assert eta_s(90 * GB, 1e9, 80 * GB) == 0.0
+    assert eta_s(70 * GB, 0.0, 80 * GB) is None
+    assert eta_s(70 * GB, -1e9, 80 * GB) is None
+    assert eta_s(70 * GB, 1e9, 0) is None
+
+
+# --- the message -----------------------------------------------------------------------------------------
+
+
+def alert(
+    safe: float | None, aggressive: float | None, pool: float | None, rate_gb_min: float = 1.3
+) -> CreepAlert:
+    return CreepAlert(
+        key=KEY,
+        label="train.py",
+        rate_bytes_per_s=rate_gb_min * 1e9 / 60,
+        current_bytes=30 * GB,
+        eta_safe_s=safe,
+        eta_aggressive_s=aggressive,
+        eta_pool_s=pool,
+        safe_bytes=SAFE,
+        max_bytes=AGGRESSIVE,
+    )
+
+
+def test_message_like_the_brief() -> None:
+    assert alert(180, 840, 1860).message("GB") == (
+        "train.py +1.3 GB/min — crosses safe 80 GB in ~3 min, aggressive 100 GB in ~14 min,"
+        " the pool in ~31 min"
+    )
+
+
+def test_message_in_gib_keeps_gb_line_labels() -> None:
+    # 1.3e9 B/min = 1.21 GiB/min
+    assert alert(180, 840, 1860).message("GiB") == (
+        "train.py +1.2 GiB/min — crosses safe 80 GB in ~3 min, aggressive 100 GB in ~14 min,"
+        " the pool in ~31 min"
+    )
+
+
+def test_message_seconds_hours_and_lines_passed() -> None:
+    assert alert(45, 600, 7500).message("GB") == (
+        "train.py +1.3 GB/min — crosses safe 80 GB in ~45 s, aggressive 100 GB in ~10 min,"
+        " the pool in ~2 h 05 min"
+    )
+    assert alert(0, 600, 1500).message("GB") == (
+        "train.py +1.3 GB/min — already over safe 80 GB, crosses aggressive 100 GB in ~10 min,"
+        " the pool in ~25 min"
+    )
+    assert alert(0, 0, 300).message("GB") == (
+        "train.py +1.3 GB/min — already over safe 80 GB and aggressive 100 GB, crosses the pool in ~5 min"
+    )
+    assert alert(0, 0, 0).message("GB") == (
+        "train.py +1.3 GB/min — already over safe 80 GB and aggressive 100 GB and the pool is full"
+    )
+    assert alert(None, None, None).message("GB") == "train.py +1.3 GB/min"
+
+
+def test_message_small_rate_uses_the_small_unit() -> None:
+    assert alert(3000, 6000, 9000, rate_gb_min=0.2).message("GB").startswith("train.py +0.2 GB/min — ")
+    assert alert(3000, 6000, 9000, rate_gb_min=0.05).message("GB").startswith("train.py +50 MB/min — ")
+
+
+def test_message_without_line_sizes_names_the_lines() -> None:
+    a = CreepAlert(KEY, "x", 1e9 / 60, GB, 60.0, 120.0, None)
+    assert a.message("GB") == "x +1.0 GB/min — crosses safe in ~60 s, aggressive in ~2 min"
+
+
+def test_detection_is_cheap_enough_for_every_tick() -> None:
+    """50 consumers × 300 points: the per-tick cost must stay far below the 1 s tick."""
+    import time
+
+    h = History()
+    for i in range(301):
+        consumers = [
+            Consumer(
+                key=f"c{j}", label=f"c{j}", kind="container", cpu_bytes=int(GB + j * 1e7 * math.sin(i / 9))
+            )
+            for j in range(50)
+        ]
+        used = sum(c.total for c in consumers)
+        h.add(
+            Snapshot(
+                timestamp=float(i),
+                memory=HostMemory(total=TOTAL, available=TOTAL - used, free=TOTAL - used),
+                gpu=GpuReport(available=False),
+                accounting=Accounting(used=used, consumers=consumers),
+            )
+        )
+    begin = time.perf_counter()
+    detect_creep(h, SAFE, AGGRESSIVE, TOTAL)
+    assert time.perf_counter() - begin < 0.25
