@@ -1,0 +1,212 @@
+"""Snapshot cost on this machine with 1,000 extra processes and 20 running containers, side by side:
+
+- sparktop's whole live tick (`LiveSource.sample()`), and its process scan alone;
+- `psutil.process_iter` over the same per-process fields (and with the cgroup file read too, which
+  psutil lacks);
+- bare reads of each process's statm/stat/cgroup files (the floor for any per-process scan in Python);
+- container memory of the 20 containers from their cgroup files (sparktop) vs the Docker stats API;
+- the collector's own RSS over 1,000 ticks with process churn (it must not grow without bound).
+
+Run as root (it starts a private dockerd, as the integration tests do): `python bench/bench_snapshot.py`.
+Options: --procs N, --containers N, --ticks N, --reps N, --stats-containers N (how many containers to
+time the stats API on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import psutil  # noqa: E402
+
+from sparktop.collect.cgroups import CgroupFS  # noqa: E402
+from sparktop.collect.docker import DockerDiscovery  # noqa: E402
+from sparktop.collect.processes import ProcessScanner  # noqa: E402
+from sparktop.collect.sampler import LiveSource  # noqa: E402
+from tests.integration.engine import DockerEngine, unique_name  # noqa: E402
+
+PSUTIL_FIELDS = ["pid", "ppid", "name", "cmdline", "username", "memory_info", "cpu_times", "create_time"]
+
+
+def timed(fn: Callable[[], object], reps: int) -> list[float]:
+    fn()  # warm caches the way a running dashboard has them warm
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def psutil_scan(with_cgroup: bool) -> None:
+    for proc in psutil.process_iter(PSUTIL_FIELDS):
+        if with_cgroup:
+            try:
+                with open(f"/proc/{proc.pid}/cgroup", "rb") as fh:
+                    fh.read()
+            except OSError:
+                pass
+
+
+def bare_reads() -> None:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        for name in ("statm", "stat", "cgroup"):
+            try:
+                with open(f"/proc/{entry}/{name}", "rb") as fh:
+                    fh.read()
+            except OSError:
+                pass
+
+
+def spawn(n: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen(["sleep", "3600"]) for _ in range(n)]
+
+
+def reap(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        proc.wait()
+
+
+RSS_CHILD = """
+import sys, time
+sys.path.insert(0, {repo!r})
+from sparktop.collect.sampler import LiveSource
+from sparktop.collect.docker import DockerDiscovery
+src = LiveSource(docker=DockerDiscovery(base_url={url!r}))
+def rss():
+    with open('/proc/self/statm') as fh:
+        return int(fh.read().split()[1]) * 4096
+for tick in range(1, {ticks} + 1):
+    src.sample()
+    if tick in (1, 10, 100, {ticks} // 2, {ticks}):
+        print(tick, rss(), flush=True)
+    time.sleep({pause})
+"""
+
+
+def rss_under_churn(url: str, ticks: int) -> list[tuple[int, int]]:
+    """Run the collector in a child process for `ticks` ticks while 20 processes die and 20 are born
+    every tick, and read its own RSS along the way."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", RSS_CHILD.format(repo=str(REPO), url=url, ticks=ticks, pause=0.005)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    churn: list[subprocess.Popen[bytes]] = spawn(20)
+    readings = []
+    assert child.stdout is not None
+    os.set_blocking(child.stdout.fileno(), False)
+    buf = ""
+    while child.poll() is None:
+        reap(churn)
+        churn = spawn(20)
+        chunk = child.stdout.read() or ""
+        buf += chunk
+        time.sleep(0.02)
+    buf += child.stdout.read() or ""
+    reap(churn)
+    for line in buf.splitlines():
+        tick, rss = line.split()
+        readings.append((int(tick), int(rss)))
+    return readings
+
+
+def row(name: str, samples: list[float], note: str = "") -> str:
+    med = statistics.median(samples)
+    p90 = sorted(samples)[int(0.9 * (len(samples) - 1))]
+    return f"| {name:<52} | {med:9.2f} | {p90:9.2f} | {note} |"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--procs", type=int, default=1000)
+    parser.add_argument("--containers", type=int, default=20)
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--ticks", type=int, default=1000)
+    parser.add_argument("--stats-containers", type=int, default=20)
+    args = parser.parse_args()
+
+    with DockerEngine() as engine:
+        engine.start()
+        containers = [
+            engine.run(
+                unique_name("bench"),
+                "sh -c 'head -c 20000000 /dev/zero > /dev/shm/x; sleep 3600'",
+                shm_size="64m",
+                labels={"com.docker.compose.project": "bench", "com.docker.compose.service": f"svc{i}"},
+            )
+            for i in range(args.containers)
+        ]
+        extra = spawn(args.procs)
+        try:
+            time.sleep(1.0)
+            nprocs = sum(1 for e in os.listdir("/proc") if e.isdigit())
+            source = LiveSource(docker=DockerDiscovery(base_url=engine.socket_url))
+            snap = source.sample()
+            seen = sum(1 for c in snap.containers if c.id in {k.id for k in containers})
+            scanner = ProcessScanner()
+            cgfs = CgroupFS()
+            paths = [c.cgroup_path for c in snap.containers if c.cgroup_path and c.memory]
+
+            results = [
+                row("sparktop: whole live tick (LiveSource.sample)", timed(source.sample, args.reps)),
+                row("sparktop: process scan alone (ProcessScanner.scan)", timed(scanner.scan, args.reps)),
+                row("psutil.process_iter, same fields", timed(lambda: psutil_scan(False), args.reps)),
+                row(
+                    "psutil.process_iter, same fields + cgroup file",
+                    timed(lambda: psutil_scan(True), args.reps),
+                ),
+                row("bare reads of statm/stat/cgroup (floor)", timed(bare_reads, args.reps)),
+                row(
+                    f"sparktop: memory of {len(paths)} containers (cgroup files)",
+                    timed(lambda: [cgfs.memory(p) for p in paths], args.reps),
+                ),
+            ]
+            n_stats = min(args.stats_containers, len(containers))
+            t0 = time.perf_counter()
+            for container in containers[:n_stats]:
+                container.stats(stream=False)
+            stats_ms = (time.perf_counter() - t0) * 1000
+            results.append(
+                f"| {'Docker stats API, ' + str(n_stats) + ' containers, one pass':<52} | {stats_ms:9.0f} |"
+                f" {'':>9} | sequential, one call each |"
+            )
+            source.close()
+
+            print(
+                f"\nmachine: {os.cpu_count()} cores, {nprocs} processes, "
+                f"{seen}/{args.containers} containers seen"
+            )
+            print(f"| {'what (ms per tick)':<52} | {'median':>9} | {'p90':>9} | note |")
+            print(f"|{'-' * 54}|{'-' * 11}|{'-' * 11}|------|")
+            for line in results:
+                print(line)
+
+            readings = rss_under_churn(engine.socket_url, args.ticks)
+            print(f"\ncollector RSS over {args.ticks} ticks, 20 processes replaced every tick:")
+            print("| tick | RSS MiB |")
+            print("|------|---------|")
+            for tick, rss in readings:
+                print(f"| {tick:>4} | {rss / 2**20:7.1f} |")
+        finally:
+            reap(extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""`sparktop` entry point: the live dashboard, one-shot output, recording and the planner guard."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from sparktop import __version__
+from sparktop.collect.factory import SourceError, make_source
+from sparktop.collect.source import SnapshotSource
+from sparktop.model import GIB, Snapshot
+
+SUBCOMMANDS = ("record", "plan")
+
+
+def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("data source (default: this machine, live)")
+    group.add_argument(
+        "--demo",
+        nargs="?",
+        const="default",
+        metavar="SCENARIO",
+        help="a simulated DGX Spark (scenarios: default, audio, training, critical, everything, idle)",
+    )
+    group.add_argument("--replay", metavar="FILE", help="play back a recording made with `sparktop record`")
+    group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparktop",
+        description="Terminal dashboard for the NVIDIA DGX Spark: unified memory, per-container attribution, "
+        "what-if planning. Subcommands: `sparktop record FILE`, `sparktop plan WORKLOAD...` "
+        "(see `sparktop plan --help`).",
+    )
+    parser.add_argument("--version", action="version", version=f"sparktop {__version__}")
+    _add_source_arguments(parser)
+    parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    parser.add_argument("--json", action="store_true", help="with --once: print the snapshot as JSON")
+    parser.add_argument("--interval", type=float, help="refresh interval in seconds (default 1)")
+    parser.add_argument("--safe", type=float, metavar="GB", help="safe line in GB (default 80)")
+    parser.add_argument("--max", type=float, metavar="GB", help="aggressive line in GB (default 100)")
+    parser.add_argument("--units", choices=("GiB", "GB"), help="units for sizes (default GiB)")
+    parser.add_argument("--theme", help="theme name (default sparktop-dark)")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
+    parser.add_argument("--read-only", action="store_true", help="disable every container stop and signal")
+    return parser
+
+
+def _record_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparktop record",
+        description="Append snapshots to a JSONL file, flushed every tick; "
+        "replay with `sparktop --replay FILE`.",
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between snapshots (default 1)")
+    parser.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--append", action="store_true", help="append to an existing recording")
+    mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    _add_source_arguments(parser)
+    return parser
+
+
+def _positive(parser: argparse.ArgumentParser, name: str, value: float | None) -> None:
+    if value is not None and value <= 0:
+        parser.error(f"{name} must be greater than 0")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "plan":
+        return _run_plan(args[1:])
+    if args and args[0] == "record":
+        return _run_record(args[1:])
+    parser = _main_parser()
+    opts = parser.parse_args(args)
+    for name in ("interval", "safe", "max"):
+        _positive(parser, f"--{name}", getattr(opts, name))
+    if opts.json and not opts.once:
+        parser.error("--json needs --once")
+    try:
+        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+    except SourceError as exc:
+        print(f"sparktop: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if opts.once:
+            return _print_once(source, as_json=opts.json)
+        return _run_dashboard(source, opts)
+    finally:
+        source.close()
+
+
+def _print_once(source: SnapshotSource, as_json: bool) -> int:
+    snapshot = source.sample()
+    if as_json:
+        print(snapshot.model_dump_json(indent=2))
+    else:
+        print(summarize(snapshot))
+    return 0
+
+
+def summarize(snapshot: Snapshot) -> str:
+    """A few lines a person can read in a script's log."""
+    mem = snapshot.memory
+    lines = [
+        f"pool   {mem.used / GIB:6.1f} / {mem.total / GIB:.1f} GiB used, "
+        f"{mem.available / GIB:.1f} GiB available ({100 * mem.available / max(mem.total, 1):.0f} %)",
+    ]
+    if mem.pressure and mem.pressure.some:
+        full = mem.pressure.full.avg10 if mem.pressure.full else 0.0
+        lines.append(f"psi    some avg10 {mem.pressure.some.avg10:.1f}  full avg10 {full:.1f}")
+    if not snapshot.gpu.available:
+        lines.append(f"gpu    {snapshot.gpu.reason}")
+    for gpu in snapshot.gpu.gpus:
+        util = "n/a" if gpu.utilization_pct is None else f"{gpu.utilization_pct:.0f} %"
+        power = "n/a" if gpu.power_w is None else f"{gpu.power_w:.0f} W"
+        temp = "n/a" if gpu.temperature_c is None else f"{gpu.temperature_c:.0f} °C"
+        unified = "unified memory" if gpu.unified_memory else "discrete memory"
+        lines.append(f"gpu{gpu.index}   {gpu.name}: util {util}, {temp}, {power} ({unified})")
+    if not snapshot.docker.available and snapshot.docker.reason:
+        lines.append(f"docker {snapshot.docker.reason}")
+    if snapshot.accounting:
+        acct = snapshot.accounting
+        for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
+            cpu, gpu = consumer.cpu_bytes / GIB, consumer.gpu_bytes / GIB
+            lines.append(f"  {consumer.label[:40]:40} cpu {cpu:6.2f}  gpu {gpu:6.2f} GiB")
+        lines.append(f"  {'unattributed (kernel, driver, cache)':40} {acct.unattributed / GIB:6.2f} GiB")
+    lines.extend(f"error  {err}" for err in snapshot.errors)
+    return "\n".join(lines)
+
+
+def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
+    from sparktop.config import load_config
+    from sparktop.ui.app import SparktopApp
+
+    config, problems = load_config(opts.config)
+    for problem in problems:
+        print(f"sparktop: {problem} (using defaults)", file=sys.stderr)
+    overrides = {
+        "interval": opts.interval,
+        "safe_gb": opts.safe,
+        "max_gb": opts.max,
+        "units": opts.units,
+        "theme": opts.theme,
+    }
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(config, key, value)
+    if opts.read_only:
+        config.read_only = True
+    if config.safe_gb >= config.max_gb:
+        print(f"sparktop: safe line {config.safe_gb} GB must be below {config.max_gb} GB", file=sys.stderr)
+        return 2
+    app = SparktopApp(source, config, read_only=config.read_only, startup_messages=problems)
+    app.run()
+    return 0
+
+
+def _run_record(argv: list[str]) -> int:
+    from sparktop.collect.replay import record
+
+    parser = _record_parser()
+    opts = parser.parse_args(argv)
+    _positive(parser, "--interval", opts.interval)
+    _positive(parser, "--duration", opts.duration)
+    mode = "append" if opts.append else "overwrite" if opts.overwrite else "new"
+    try:
+        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+    except SourceError as exc:
+        print(f"sparktop record: {exc}", file=sys.stderr)
+        return 2
+    try:
+        count = record(source, opts.file, interval=opts.interval, duration=opts.duration, mode=mode)
+    except FileExistsError as exc:
+        print(f"sparktop record: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"sparktop record: {opts.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        source.close()
+    print(f"sparktop record: wrote {count} snapshots to {opts.file}", file=sys.stderr)
+    return 0
+
+
+def _run_plan(argv: list[str]) -> int:
+    from sparktop import plan_cli
+
+    return plan_cli.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

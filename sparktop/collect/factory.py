@@ -1,0 +1,36 @@
+"""Pick the snapshot source the user asked for: live (default), demo or replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparktop.collect.source import SnapshotSource
+
+
+class SourceError(Exception):
+    """The requested source cannot be opened; str() is one line for the user."""
+
+
+def make_source(demo: str | None = None, replay: str | None = None, seed: int = 0) -> SnapshotSource:
+    if demo is not None and replay is not None:
+        raise SourceError("choose one of --demo and --replay")
+    if demo is not None:
+        from sparktop.collect.demo import DemoSource
+
+        try:
+            return DemoSource(scenario=demo, seed=seed)
+        except ValueError as exc:
+            raise SourceError(str(exc)) from exc
+    if replay is not None:
+        from sparktop.collect.replay import ReplaySource
+
+        path = Path(replay)
+        if not path.is_file():
+            raise SourceError(f"{path}: no such recording")
+        try:
+            return ReplaySource(path)
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"{path}: {exc}") from exc
+    from sparktop.collect.sampler import LiveSource
+
+    return LiveSource()

@@ -1,0 +1,214 @@
+"""Every process from `/proc`, cheaply enough to do each tick.
+
+Per tick and process only two small files are read: `stat` (ppid, CPU times, start time) and `statm` (RSS;
+exact, where `stat`'s own RSS field is a per-CPU approximation on kernels ≥ 6.2). What does not change in a
+process's life — command line, user, container (from `/proc/PID/cgroup`) — is read once, cached under
+(PID, start time) so a reused PID is read afresh, and the cache keeps only the PIDs of the latest scan.
+PSS (`smaps_rollup`, which walks every mapping) is read for the top consumers only, by `fill_pss`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparktop.collect.cgroups import CgroupMatch, match_cgroup
+from sparktop.collect.procfs import read_text
+from sparktop.model import ProcessInfo
+
+__all__ = ["ProcessScanner", "fill_pss", "read_pss"]
+
+_PF_KTHREAD = 0x00200000  # task flag of kernel threads (stat field 9)
+_COMM_LEN = 15  # the kernel truncates comm to 15 characters
+
+
+def _read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class _Static:
+    """What is read once per process lifetime."""
+
+    start_ticks: int
+    name: str
+    cmdline: str
+    user: str | None
+    start_time: float
+    cgroup: CgroupMatch | None
+
+
+def _boot_time(proc_root: str) -> float:
+    try:
+        for line in read_text(os.path.join(proc_root, "stat")).splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    # No btime: derive it from the uptime, or give up on absolute times being exact.
+    try:
+        return time.time() - float(read_text(os.path.join(proc_root, "uptime")).split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+class ProcessScanner:
+    """`scan()` lists every process under `proc_root` as ProcessInfo. One instance keeps the per-process
+    cache and the previous CPU times (for `cpu_percent`), so keep it across ticks."""
+
+    def __init__(self, proc_root: Path = Path("/proc"), page_size: int | None = None) -> None:
+        self.proc_root = str(proc_root)
+        self.page_size = page_size or os.sysconf("SC_PAGE_SIZE")
+        self.clock_ticks = os.sysconf("SC_CLK_TCK")
+        self.boot_time = _boot_time(self.proc_root)
+        self._static: dict[int, _Static] = {}
+        self._cpu: dict[int, int] = {}  # pid -> utime + stime (clock ticks) at the last scan
+        self._last_scan: float | None = None
+        self._users: dict[int, str] = {}
+        # container id -> the cgroup match of one of its processes, from the latest scan
+        self.container_matches: dict[str, CgroupMatch] = {}
+
+    # --- per lifetime -------------------------------------------------------------------------------------
+
+    def _user(self, uid: int) -> str:
+        name = self._users.get(uid)
+        if name is None:
+            try:
+                name = pwd.getpwuid(uid).pw_name
+            except (KeyError, OverflowError):
+                name = str(uid)
+            self._users[uid] = name
+        return name
+
+    def _read_static(self, base: str, comm: str, start_ticks: int, kernel_thread: bool) -> _Static:
+        """Raises FileNotFoundError/ProcessLookupError when the process is gone; other unreadable files
+        (permission) leave their field empty."""
+        cmdline = ""
+        user = None
+        cgroup = None
+        try:
+            status = _read(base + "status")
+            i = status.find(b"\nUid:")
+            if i >= 0:
+                user = self._user(int(status[i + 5 :].split(None, 2)[1]))  # effective uid, as top shows
+        except (PermissionError, ValueError, IndexError):
+            pass
+        if user is None:
+            with contextlib.suppress(PermissionError):
+                user = self._user(os.stat(base).st_uid)  # the directory belongs to the effective uid
+        if not kernel_thread:
+            with contextlib.suppress(PermissionError):
+                cmdline = read_text(base + "cmdline").replace("\0", " ").strip()
+            with contextlib.suppress(PermissionError):
+                cgroup = match_cgroup(read_text(base + "cgroup"))
+        name = comm
+        if len(comm) >= _COMM_LEN and cmdline:
+            # comm is cut at 15 characters: take the full name from the command line when it starts alike.
+            exe = os.path.basename(cmdline.split(" ", 1)[0])
+            if exe.startswith(comm):
+                name = exe
+        return _Static(
+            start_ticks=start_ticks,
+            name=name,
+            cmdline=cmdline,
+            user=user,
+            start_time=self.boot_time + start_ticks / self.clock_ticks,
+            cgroup=cgroup,
+        )
+
+    # --- per tick -----------------------------------------------------------------------------------------
+
+    def scan(self) -> list[ProcessInfo]:
+        root = self.proc_root
+        now = time.monotonic()
+        interval = (now - self._last_scan) * self.clock_ticks if self._last_scan is not None else None
+        page = self.page_size
+        old_static, old_cpu = self._static, self._cpu
+        static: dict[int, _Static] = {}
+        cpu: dict[int, int] = {}
+        containers: dict[str, CgroupMatch] = {}
+        out: list[ProcessInfo] = []
+        for entry in os.listdir(root):
+            if not entry.isdecimal():
+                continue
+            pid = int(entry)
+            base = root + "/" + entry + "/"
+            try:
+                stat = _read(base + "stat")
+                statm = _read(base + "statm")
+                lpar = stat.index(b"(")
+                rpar = stat.rindex(b")")
+                fields = stat[rpar + 2 :].split(None, 20)
+                # fields[0] is field 3 (state): field n is fields[n - 3]
+                ppid = int(fields[1])
+                flags = int(fields[6])
+                ticks = int(fields[11]) + int(fields[12])
+                start_ticks = int(fields[19])
+                rss = int(statm.split(None, 2)[1]) * page
+                info = old_static.get(pid)
+                known = info is not None and info.start_ticks == start_ticks  # not a reused PID
+                if not known:
+                    comm = stat[lpar + 1 : rpar].decode("utf-8", "replace")
+                    info = self._read_static(base, comm, start_ticks, bool(flags & _PF_KTHREAD))
+            except (OSError, ValueError, IndexError):
+                continue  # gone mid-scan, unreadable, or garbage: skip it this tick
+            static[pid] = info
+            cpu[pid] = ticks
+            cpu_percent = None
+            if known and interval:
+                cpu_percent = round(max(0, ticks - old_cpu[pid]) * 100.0 / interval, 1)
+            cgroup = info.cgroup
+            if cgroup is not None and cgroup.container_id not in containers:
+                containers[cgroup.container_id] = cgroup
+            out.append(
+                ProcessInfo(
+                    pid=pid,
+                    ppid=ppid,
+                    name=info.name,
+                    cmdline=info.cmdline,
+                    user=info.user,
+                    rss=rss,
+                    cpu_percent=cpu_percent,
+                    container_id=cgroup.container_id if cgroup is not None else None,
+                    start_time=info.start_time,
+                )
+            )
+        # Only the PIDs seen now stay cached: memory is bounded by the live process count.
+        self._static, self._cpu = static, cpu
+        self.container_matches = containers
+        self._last_scan = now
+        return out
+
+
+def read_pss(pid: int, proc_root: Path | str = Path("/proc")) -> int | None:
+    """PSS in bytes from `/proc/PID/smaps_rollup`; None when it cannot be read (gone, or another user's
+    process when not root) or has no Pss line. Costly: the kernel walks every page of the process (about
+    20 µs per MiB of RSS), so a 60 GiB process takes around a second."""
+    try:
+        text = read_text(f"{proc_root}/{pid}/smaps_rollup")
+    except OSError:
+        return None
+    i = text.find("\nPss:")
+    if i < 0:
+        return None
+    try:
+        return int(text[i + 5 :].split(None, 1)[0]) * 1024
+    except (ValueError, IndexError):
+        return None
+
+
+def fill_pss(procs: list[ProcessInfo], top_n: int = 10, proc_root: Path = Path("/proc")) -> None:
+    """Set `pss` for the `top_n` processes by RSS (only those: see `read_pss` for the cost). Processes we
+    may not inspect or that are gone keep None."""
+    for proc in sorted((p for p in procs if p.rss > 0), key=lambda p: p.rss, reverse=True)[:top_n]:
+        pss = read_pss(proc.pid, proc_root)
+        if pss is not None:
+            proc.pss = pss

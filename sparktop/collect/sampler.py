@@ -1,0 +1,258 @@
+"""The live source: one Snapshot of this machine per `sample()`.
+
+Per tick: `/proc/meminfo`, `/proc/pressure/memory` and `/proc/stat`; every process (`ProcessScanner`); each
+container's cgroup memory files; NVML (GPU state and per-process memory); the Docker discovery's cached names
+and labels (it refreshes itself every few seconds, never per tick); PSS for the top host processes (re-read
+every `pss_interval` seconds within a small per-tick time budget, cached in between); accounting.
+
+Nothing here raises for a bad reading: each problem becomes one line in `Snapshot.errors`. The one reading
+without which a snapshot means little is `/proc/meminfo`: if it fails, the last good reading is reused (and
+the error says so); before any good reading, the pool is reported as zeros with the error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from sparktop.analysis.accounting import account
+from sparktop.collect.cgroups import CgroupFS
+from sparktop.collect.processes import ProcessScanner, read_pss
+from sparktop.collect.procfs import CpuSampler, ProcReadError, read_meminfo, read_pressure
+from sparktop.model import (
+    ContainerInfo,
+    DockerStatus,
+    GpuReport,
+    HostMemory,
+    ProcessInfo,
+    Snapshot,
+)
+
+__all__ = ["LiveSource"]
+
+
+class GpuCollector(Protocol):
+    def collect(self) -> GpuReport: ...
+
+
+class ContainerDiscovery(Protocol):
+    def containers(self) -> tuple[dict[str, dict[str, Any]], DockerStatus]: ...
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+class _PssCache:
+    """PSS for the top host processes by RSS, re-read at most every `interval` seconds per process and for
+    at most about `budget` seconds per tick (at least one read), oldest first. Reading `smaps_rollup` costs
+    about 20 µs per MiB of RSS, so doing it every tick for big processes would stall the collector."""
+
+    def __init__(self, proc_root: Path, top_n: int, interval: float, budget: float = 0.010) -> None:
+        self.proc_root = str(proc_root)
+        self.top_n = top_n
+        self.interval = interval
+        self.budget = budget
+        self._cache: dict[tuple[int, float | None], tuple[int | None, float]] = {}  # key -> (pss, read at)
+
+    def fill(self, procs: list[ProcessInfo]) -> None:
+        if self.top_n <= 0:
+            return
+        now = time.monotonic()
+        top = sorted((p for p in procs if p.rss > 0), key=lambda p: p.rss, reverse=True)[: self.top_n]
+        cache: dict[tuple[int, float | None], tuple[int | None, float]] = {}
+        stale: list[tuple[float, int, ProcessInfo]] = []
+        for rank, proc in enumerate(top):
+            key = (proc.pid, proc.start_time)
+            hit = self._cache.get(key)
+            if hit is not None:
+                cache[key] = hit
+                proc.pss = hit[0]
+            if hit is None or now - hit[1] >= self.interval:
+                stale.append((hit[1] if hit is not None else float("-inf"), rank, proc))
+        stale.sort()
+        started = time.perf_counter()
+        for _, _, proc in stale:
+            proc.pss = read_pss(proc.pid, self.proc_root)
+            cache[(proc.pid, proc.start_time)] = (proc.pss, now)
+            if time.perf_counter() - started >= self.budget:
+                break
+        self._cache = cache  # only the current top: bounded
+
+
+class LiveSource:
+    """This machine, read from `proc_root` and `cgroup_root` (parameters so tests can use fixture trees).
+
+    `nvml` (`.collect() -> GpuReport`) and `docker` (`.containers() -> (id -> info, DockerStatus)`) default
+    to `NvmlCollector()` and `DockerDiscovery()`, made on first use; if those cannot be imported or made, the
+    snapshot says why and everything else still works. `close()` closes both, whoever made them."""
+
+    name = "live"
+
+    def __init__(
+        self,
+        proc_root: Path = Path("/proc"),
+        cgroup_root: Path = Path("/sys/fs/cgroup"),
+        nvml: GpuCollector | None = None,
+        docker: ContainerDiscovery | None = None,
+        pss_top_n: int = 10,
+        pss_interval: float = 10.0,
+    ) -> None:
+        self.proc_root = Path(proc_root)
+        self.scanner = ProcessScanner(self.proc_root)
+        self.cgroups = CgroupFS(Path(cgroup_root))
+        self._cpu = CpuSampler(self.proc_root)
+        self._pressure_path = self.proc_root / "pressure" / "memory"
+        self._nvml = nvml
+        self._nvml_error: str | None = None  # why there is no collector, once making it failed
+        self._docker = docker
+        self._docker_error: str | None = None
+        self._last_memory: HostMemory | None = None
+        self._pss = _PssCache(self.proc_root, pss_top_n, pss_interval)
+
+    # --- the optional collectors ------------------------------------------------------------------------
+
+    def _gpu(self, errors: list[str]) -> GpuReport:
+        if self._nvml is None and self._nvml_error is None:
+            try:
+                from sparktop.collect.nvml import NvmlCollector
+
+                self._nvml = NvmlCollector()
+            except Exception as exc:  # ImportError, or a library that blows up on load
+                self._nvml_error = f"NVML collector unavailable: {_one_line(exc)}"
+        if self._nvml is None:
+            return GpuReport(available=False, reason=self._nvml_error)
+        try:
+            return self._nvml.collect()
+        except Exception as exc:
+            errors.append(f"NVML: {_one_line(exc)}")
+            return GpuReport(available=False, reason=f"NVML error: {_one_line(exc)}")
+
+    def _discovery(self, errors: list[str]) -> tuple[dict[str, dict[str, Any]], DockerStatus]:
+        if self._docker is None and self._docker_error is None:
+            try:
+                from sparktop.collect.docker import DockerDiscovery
+
+                self._docker = DockerDiscovery()
+            except Exception as exc:
+                self._docker_error = f"Docker discovery unavailable: {_one_line(exc)}"
+        if self._docker is None:
+            return {}, DockerStatus(available=False, reason=self._docker_error)
+        try:
+            return self._docker.containers()
+        except Exception as exc:
+            errors.append(f"Docker: {_one_line(exc)}")
+            return {}, DockerStatus(available=False, reason=f"Docker error: {_one_line(exc)}")
+
+    # --- one tick -------------------------------------------------------------------------------------------
+
+    def _memory(self, errors: list[str]) -> HostMemory:
+        try:
+            memory = read_meminfo(self.proc_root, notes=errors)
+        except ProcReadError as exc:
+            if self._last_memory is not None:
+                errors.append(f"{exc} (showing the previous reading)")
+                memory = self._last_memory.model_copy()
+            else:
+                errors.append(str(exc))
+                memory = HostMemory(total=0, available=0, free=0)
+        else:
+            self._last_memory = memory
+        memory.pressure = read_pressure(self._pressure_path)
+        try:
+            memory.cpu_percent = self._cpu.percent()
+        except ProcReadError as exc:
+            errors.append(str(exc))
+        memory.cpu_count = self._cpu.cpu_count or os.cpu_count()
+        return memory
+
+    def _containers(
+        self,
+        processes: list[ProcessInfo],
+        gpu_by_pid: dict[int, int],
+        meta: dict[str, dict[str, Any]],
+    ) -> list[ContainerInfo]:
+        """Every container seen in a process's cgroup or in the known cgroup directories."""
+        pids: dict[str, list[int]] = {}
+        for proc in processes:
+            if proc.container_id:
+                pids.setdefault(proc.container_id, []).append(proc.pid)
+        walked = self.cgroups.container_cgroups()
+        matches = self.scanner.container_matches
+        containers: list[ContainerInfo] = []
+        for cid in dict.fromkeys([*pids, *walked]):
+            match = matches.get(cid)
+            runtime = match.runtime if match is not None else walked[cid][0]
+            path = self.cgroups.path_for(match) if match is not None else None
+            if path is None and cid in walked:
+                path = walked[cid][1]
+            info = meta.get(cid) or {}
+            container_pids = sorted(pids.get(cid, ()))
+            containers.append(
+                ContainerInfo(
+                    id=cid,
+                    runtime=runtime,
+                    name=info.get("name"),
+                    image=info.get("image"),
+                    status=info.get("status"),
+                    compose_project=info.get("compose_project"),
+                    compose_service=info.get("compose_service"),
+                    cgroup_path=path,
+                    memory=self.cgroups.memory(path) if path else None,
+                    pids=container_pids,
+                    gpu_bytes=sum(gpu_by_pid.get(pid, 0) for pid in container_pids),
+                )
+            )
+        containers.sort(key=lambda c: (c.label, c.id))
+        return containers
+
+    def sample(self) -> Snapshot:
+        errors: list[str] = []
+        timestamp = time.time()
+        memory = self._memory(errors)
+        try:
+            processes = self.scanner.scan()
+        except OSError as exc:  # /proc itself unreadable
+            errors.append(f"cannot list {self.proc_root}: {_one_line(exc)}")
+            processes = []
+        gpu = self._gpu(errors)
+        gpu_by_pid = gpu.gpu_bytes_by_pid()
+        for proc in processes:
+            nbytes = gpu_by_pid.get(proc.pid)
+            if nbytes is not None:
+                proc.gpu_bytes = nbytes
+        meta, docker_status = self._discovery(errors)
+        containers = self._containers(processes, gpu_by_pid, meta)
+        # PSS matters for host processes only: a container's memory is its cgroup's.
+        self._pss.fill([p for p in processes if p.container_id is None])
+        try:
+            accounting = account(memory, gpu, processes, containers)
+        except Exception as exc:  # a bug there must not take the dashboard down
+            errors.append(f"accounting: {_one_line(exc)}")
+            accounting = None
+        return Snapshot(
+            timestamp=timestamp,
+            source="live",
+            hostname=socket.gethostname(),
+            memory=memory,
+            gpu=gpu,
+            processes=processes,
+            containers=containers,
+            docker=docker_status,
+            accounting=accounting,
+            errors=errors,
+        )
+
+    def close(self) -> None:
+        for collector in (self._nvml, self._docker):
+            close = getattr(collector, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+        self._nvml = self._docker = None
+        self._nvml_error = self._docker_error = "closed"

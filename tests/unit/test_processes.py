@@ -1,0 +1,317 @@
+"""ProcessScanner on fixture /proc trees: fields, vanished and unreadable processes, the lifetime cache."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sparktop.collect.processes as processes_mod
+from sparktop.collect.processes import ProcessScanner, fill_pss
+from sparktop.model import ProcessInfo
+from tests.fixtures.trees import BTIME, ProcTree, cid, v1_cgroup, v2_cgroup
+
+CLK = os.sysconf("SC_CLK_TCK")
+A, B = cid("a"), cid("b")
+
+
+def by_pid(procs: list[ProcessInfo]) -> dict[int, ProcessInfo]:
+    return {p.pid: p for p in procs}
+
+
+@pytest.fixture
+def proc(tmp_path: Path) -> ProcTree:
+    return ProcTree(tmp_path / "proc")
+
+
+def test_fields(proc: ProcTree) -> None:
+    proc.add(1, "systemd", cmdline=["/sbin/init", "splash"], ppid=0, rss_pages=3000, starttime=5)
+    proc.add(2, "kthreadd", kernel_thread=True, ppid=0, starttime=5)
+    proc.add(
+        4242,
+        "python3",
+        cmdline=["python3", "-m", "vllm.entrypoints", "--port", "8000"],
+        ppid=1,
+        uid=54321,
+        rss_pages=250_000,
+        starttime=12345,
+        cgroup=v2_cgroup(f"/system.slice/docker-{A}.scope"),
+    )
+    procs = by_pid(ProcessScanner(proc.root, page_size=4096).scan())
+    assert set(procs) == {1, 2, 4242}
+    init, kthread, py = procs[1], procs[2], procs[4242]
+    assert (init.name, init.cmdline, init.user, init.ppid, init.rss) == (
+        "systemd",
+        "/sbin/init splash",
+        "root",
+        0,
+        3000 * 4096,
+    )
+    assert init.start_time == pytest.approx(BTIME + 5 / CLK)
+    assert init.container_id is None and init.pss is None and init.gpu_bytes is None
+    assert (kthread.name, kthread.cmdline, kthread.rss, kthread.container_id) == ("kthreadd", "", 0, None)
+    assert py.cmdline == "python3 -m vllm.entrypoints --port 8000"
+    assert py.user == "54321" or py.user == pwd.getpwuid(54321).pw_name  # unknown uid: the number
+    assert py.container_id == A
+    assert py.rss == 250_000 * 4096
+    assert py.start_time == pytest.approx(BTIME + 12345 / CLK)
+
+
+def test_page_size_is_used(proc: ProcTree) -> None:
+    proc.add(10, "x", rss_pages=100)
+    assert ProcessScanner(proc.root, page_size=65536).scan()[0].rss == 100 * 65536
+    assert ProcessScanner(proc.root).scan()[0].rss == 100 * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_weird_comm_and_long_names(proc: ProcTree) -> None:
+    proc.add(10, "a) b (c", cmdline=["x"])
+    proc.add(11, "tokenizer_work", cmdline=["/usr/bin/tokenizer_worker_pool", "--n", "4"])  # cut at 15
+    proc.add(12, "python3.12-dbg-", cmdline=["/usr/bin/something-else"])  # 15 chars, cmdline unrelated
+    proc.add(13, "", cmdline=[])
+    procs = by_pid(ProcessScanner(proc.root).scan())
+    assert procs[10].name == "a) b (c"
+    assert procs[11].name == "tokenizer_work"  # 14 chars: not truncated, kept
+    assert procs[12].name == "python3.12-dbg-"
+    assert procs[13].name == "" and procs[13].cmdline == ""
+
+
+def test_truncated_comm_takes_the_full_name_from_cmdline(proc: ProcTree) -> None:
+    proc.add(11, "tokenizer_worke", cmdline=["/usr/bin/tokenizer_worker_pool", "--n", "4"])
+    assert ProcessScanner(proc.root).scan()[0].name == "tokenizer_worker_pool"
+
+
+def test_v1_container_and_matches(proc: ProcTree) -> None:
+    proc.add(20, "sh", cgroup=v1_cgroup(f"/docker/{A}"))
+    proc.add(21, "sh", cgroup=v1_cgroup(f"/docker/{A}"))
+    proc.add(22, "sh", cgroup=v2_cgroup(f"/system.slice/docker-{B}.scope/init.scope"))
+    scanner = ProcessScanner(proc.root)
+    procs = by_pid(scanner.scan())
+    assert procs[20].container_id == procs[21].container_id == A
+    assert procs[22].container_id == B
+    assert scanner.container_matches[A].memory_path == f"/docker/{A}"
+    assert scanner.container_matches[B].unified_path == f"/system.slice/docker-{B}.scope"
+
+
+def test_cpu_percent(proc: ProcTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(processes_mod.time, "monotonic", lambda: clock[0])
+    proc.add(30, "busy", utime=100, stime=50)
+    proc.add(31, "idle", utime=7, stime=0)
+    scanner = ProcessScanner(proc.root)
+    assert all(p.cpu_percent is None for p in scanner.scan())
+    clock[0] += 2.0
+    proc.set_times(30, 100 + CLK, 50 + CLK // 2)  # 1.5 s of CPU in 2 s
+    proc.add(32, "newcomer")
+    procs = by_pid(scanner.scan())
+    assert procs[30].cpu_percent == pytest.approx(75.0, abs=0.1)
+    assert procs[31].cpu_percent == 0.0
+    assert procs[32].cpu_percent is None  # first sighting
+
+
+def test_vanished_between_listing_and_reading(proc: ProcTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    proc.add(40, "stays")
+    (proc.root / "41").mkdir()  # listed, but its files are gone
+    real_listdir = os.listdir
+    monkeypatch.setattr(
+        processes_mod.os,
+        "listdir",
+        lambda p: [*real_listdir(p), "42"] if str(p) == str(proc.root) else real_listdir(p),
+    )
+    assert [p.pid for p in ProcessScanner(proc.root).scan()] == [40]
+
+
+def test_vanished_after_stat_while_reading_static_files(proc: ProcTree) -> None:
+    proc.add(43, "half-gone")
+    (proc.root / "43" / "cgroup").unlink()  # FileNotFoundError: the process is gone
+    proc.add(44, "fine")
+    assert [p.pid for p in ProcessScanner(proc.root).scan()] == [44]
+
+
+@pytest.mark.parametrize("exc", [ProcessLookupError, PermissionError, FileNotFoundError])
+@pytest.mark.parametrize("victim", ["stat", "statm"])
+def test_per_tick_files_failing_skip_the_process(
+    proc: ProcTree, monkeypatch: pytest.MonkeyPatch, exc: type[OSError], victim: str
+) -> None:
+    proc.add(50, "ok")
+    proc.add(51, "dies")
+    real = processes_mod._read
+
+    def flaky(path: str) -> bytes:
+        if path.endswith(f"/51/{victim}"):
+            raise exc(3, "No such process")
+        return real(path)
+
+    monkeypatch.setattr(processes_mod, "_read", flaky)
+    assert [p.pid for p in ProcessScanner(proc.root).scan()] == [50]
+
+
+def test_unreadable_static_files_degrade(proc: ProcTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    proc.add(60, "secret", cmdline=["secret", "--token"], uid=0, cgroup=v2_cgroup(f"/docker/{A}"))
+    real_read = processes_mod._read
+
+    def no_status(path: str) -> bytes:
+        if path.endswith("/status"):
+            raise PermissionError(13, "Permission denied")
+        return real_read(path)
+
+    def no_text(path: str) -> str:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(processes_mod, "_read", no_status)
+    monkeypatch.setattr(processes_mod, "read_text", no_text)
+    (p,) = ProcessScanner(proc.root).scan()
+    assert (p.pid, p.name, p.cmdline, p.container_id) == (60, "secret", "", None)
+    assert p.user == pwd.getpwuid(os.stat(proc.root / "60").st_uid).pw_name  # from the directory's owner
+
+
+@pytest.mark.parametrize(
+    "stat",
+    [
+        "",
+        "60 (x",
+        "60 (x) S",
+        "60 (x) S 1 2 3",
+        "garbage",
+        "60 (x) S one two three four five six seven eight nine"
+        " ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty",
+    ],
+)
+def test_garbage_stat_is_skipped(proc: ProcTree, stat: str) -> None:
+    proc.add(60, "x")
+    proc.add(61, "y")
+    (proc.root / "60" / "stat").write_text(stat)
+    assert [p.pid for p in ProcessScanner(proc.root).scan()] == [61]
+
+
+def test_directory_instead_of_file_is_skipped(proc: ProcTree) -> None:
+    proc.add(62, "x")
+    (proc.root / "62" / "statm").unlink()
+    (proc.root / "62" / "statm").mkdir()  # os.read gives IsADirectoryError
+    assert ProcessScanner(proc.root).scan() == []
+
+
+def test_static_fields_cached_per_lifetime(proc: ProcTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    proc.add(70, "server", cmdline=["server", "--v1"], starttime=500, cgroup=v2_cgroup(f"/docker/{A}"))
+    reads: list[str] = []
+    real = processes_mod.read_text
+
+    def counting(path: str) -> str:
+        reads.append(path.rsplit("/", 1)[1])
+        return real(path)
+
+    scanner = ProcessScanner(proc.root)
+    monkeypatch.setattr(processes_mod, "read_text", counting)
+    assert scanner.scan()[0].cmdline == "server --v1"
+    assert sorted(reads) == ["cgroup", "cmdline"]
+    reads.clear()
+    # same process (same start time): the cached values stand, nothing re-read, while RSS is fresh
+    (proc.root / "70" / "cmdline").write_bytes(b"changed\0")
+    (proc.root / "70" / "statm").write_text("2000 1234 0 0 0 0 0\n")
+    (p,) = scanner.scan()
+    assert (p.cmdline, p.container_id, p.rss) == ("server --v1", A, 1234 * scanner.page_size)
+    assert reads == []
+    # PID reused by another process: another start time, read afresh
+    proc.add(70, "other", cmdline=["other"], starttime=900, cgroup=v2_cgroup("/user.slice"))
+    (p,) = scanner.scan()
+    assert (p.name, p.cmdline, p.container_id) == ("other", "other", None)
+    assert sorted(reads) == ["cgroup", "cmdline"]
+
+
+def test_cpu_history_not_inherited_by_reused_pid(proc: ProcTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(processes_mod.time, "monotonic", lambda: clock[0])
+    proc.add(71, "old", utime=100_000, starttime=10)
+    scanner = ProcessScanner(proc.root)
+    scanner.scan()
+    clock[0] += 1
+    proc.add(71, "new", utime=5, starttime=20)
+    assert scanner.scan()[0].cpu_percent is None
+
+
+def test_cache_is_pruned_under_churn(proc: ProcTree) -> None:
+    scanner = ProcessScanner(proc.root)
+    for i in range(300):
+        pid = 1000 + i
+        proc.add(pid, f"job{i}", starttime=i)
+        if i >= 3:
+            proc.remove(pid - 3)
+        scanner.scan()
+        assert len(scanner._static) <= 3 and len(scanner._cpu) <= 3
+    assert set(scanner._static) == {1297, 1298, 1299}
+
+
+def test_container_matches_follow_the_latest_scan(proc: ProcTree) -> None:
+    proc.add(80, "c", cgroup=v2_cgroup(f"/docker/{A}"))
+    scanner = ProcessScanner(proc.root)
+    scanner.scan()
+    assert set(scanner.container_matches) == {A}
+    proc.remove(80)
+    scanner.scan()
+    assert scanner.container_matches == {}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.characters(exclude_characters="\0\n", exclude_categories=("Cs",)), max_size=15))
+def test_any_comm_parses(comm: str) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        proc = ProcTree(Path(d))
+        proc.add(90, comm, cmdline=["x"], rss_pages=7)
+        (p,) = ProcessScanner(proc.root, page_size=4096).scan()
+        assert (p.name, p.rss) == (comm, 7 * 4096)
+
+
+# --- PSS ----------------------------------------------------------------------------------------------------
+
+
+def test_fill_pss_top_n_only(proc: ProcTree) -> None:
+    for i, pages in enumerate([10, 500, 300, 200, 0]):
+        proc.add(100 + i, f"p{i}", rss_pages=pages, pss_kb=pages * 2)
+    procs = ProcessScanner(proc.root, page_size=4096).scan()
+    fill_pss(procs, top_n=2, proc_root=proc.root)
+    pss = {p.pid: p.pss for p in procs}
+    assert pss == {100: None, 101: 1000 * 1024, 102: 600 * 1024, 103: None, 104: None}
+
+
+def test_fill_pss_tolerates_missing_and_malformed(proc: ProcTree) -> None:
+    proc.add(110, "gone", rss_pages=50)  # no smaps_rollup (vanished, or not ours to read)
+    proc.add(111, "odd", rss_pages=40, pss_kb=1)
+    (proc.root / "111" / "smaps_rollup").write_text("header\nPss: lots kB\n")
+    proc.add(112, "nopss", rss_pages=30, pss_kb=1)
+    (proc.root / "112" / "smaps_rollup").write_text("header\nRss: 1 kB\n")
+    procs = ProcessScanner(proc.root).scan()
+    fill_pss(procs, top_n=10, proc_root=proc.root)
+    assert all(p.pss is None for p in procs)
+
+
+# --- this machine -------------------------------------------------------------------------------------------
+
+
+def test_real_proc_scan() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.05)
+        scanner = ProcessScanner()
+        procs = by_pid(scanner.scan())
+        me = procs[os.getpid()]
+        assert me.rss > 0 and me.cmdline and me.user == pwd.getpwuid(os.geteuid()).pw_name
+        assert me.ppid == os.getppid()
+        kid = procs[child.pid]
+        assert (kid.name, kid.cmdline, kid.ppid) == ("sleep", "sleep 30", os.getpid())
+        assert abs(kid.start_time - time.time()) < 30
+        fill_pss(list(procs.values()), top_n=5)
+        if os.geteuid() == 0:
+            assert any(p.pss for p in procs.values())
+        again = by_pid(scanner.scan())
+        assert again[child.pid].cpu_percent is not None
+        assert sys.executable  # the scan saw the interpreter running this test
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,477 @@
+"""LiveSource on fixture /proc and cgroup trees (v1 and v2), with NVML and Docker discovery given as small
+objects of the real shape (the library boundary), and once on this machine for real."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+import sparktop.collect.sampler as sampler_mod
+from sparktop.collect.sampler import LiveSource
+from sparktop.collect.source import SnapshotSource
+from sparktop.model import DockerStatus, GpuProcess, GpuReport, GpuState, Snapshot
+from tests.fixtures.trees import (
+    GIB,
+    MIB,
+    CgroupTree,
+    ProcTree,
+    cid,
+    meminfo_text,
+    pod_uid,
+    psi_text,
+    v1_cgroup,
+    v2_cgroup,
+)
+
+A, B, C, K = cid("whisper"), cid("ollama"), cid("idle"), cid("k8s")
+UID_ = pod_uid("p").replace("-", "_")
+PAGE = 4096
+
+
+class FakeNvml:
+    """What NvmlCollector.collect() gives on a GB10: unified memory, per-process memory."""
+
+    def __init__(self, used_by_pid: dict[int, int | None], fail: bool = False) -> None:
+        self.used_by_pid = used_by_pid
+        self.fail = fail
+        self.closed = False
+
+    def collect(self) -> GpuReport:
+        if self.fail:
+            raise RuntimeError("NVML_ERROR_GPU_IS_LOST\nsecond line")
+        return GpuReport(
+            available=True,
+            driver_version="580.95.05",
+            gpus=[
+                GpuState(
+                    index=0,
+                    name="NVIDIA GB10",
+                    addressing_mode="ATS",
+                    unified_memory=True,
+                    compute_capability="12.1",
+                    processes=[GpuProcess(pid=pid, used_bytes=n) for pid, n in self.used_by_pid.items()],
+                    unsupported={"memory_total": "not supported on this device"},
+                )
+            ],
+        )
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeDocker:
+    """What DockerDiscovery.containers() gives: a cached id -> info mapping and the engine status."""
+
+    def __init__(
+        self, meta: dict[str, dict[str, Any]], status: DockerStatus | None = None, fail: bool = False
+    ) -> None:
+        self.meta = meta
+        self.status = status or DockerStatus(available=True)
+        self.fail = fail
+        self.closed = False
+
+    def containers(self) -> tuple[dict[str, dict[str, Any]], DockerStatus]:
+        if self.fail:
+            raise ConnectionError("engine went away")
+        return self.meta, self.status
+
+    def close(self) -> None:
+        self.closed = True
+
+
+META = {
+    A: {
+        "name": "whisper",
+        "image": "stt:latest",
+        "status": "running",
+        "compose_project": "audio",
+        "compose_service": "stt",
+    },
+    B: {
+        "name": "ollama",
+        "image": "ollama/ollama",
+        "status": "running",
+        "compose_project": None,
+        "compose_service": None,
+    },
+    cid("stopped"): {
+        "name": "old",
+        "image": "x",
+        "status": "exited",
+        "compose_project": None,
+        "compose_service": None,
+    },
+}
+GPU = {1001: 6 * GIB, 2001: 20 * GIB, 3000: 4 * GIB, 9999: 2 * GIB, 1002: None}
+
+
+def build(tmp_path: Path, version: int) -> tuple[ProcTree, CgroupTree, dict[str, str]]:
+    """A Spark-like machine: two named containers with GPU memory, one container with no visible process,
+    a Kubernetes container, host processes (one on the GPU), a kernel thread; NVML knows an unseen PID."""
+    proc = ProcTree(
+        tmp_path / "proc",
+        meminfo=meminfo_text(total_kb=125_000_000, free_kb=10_000_000, available_kb=60_000_000),
+        psi=psi_text((2.5, 1.0, 0.5), (0.5, 0.1, 0.0), 1234, 56),
+    )
+    cg = CgroupTree(tmp_path / "cgroup", version)
+    if version == 2:
+        paths = {
+            A: f"/system.slice/docker-{A}.scope",
+            B: f"/system.slice/docker-{B}.scope",
+            C: f"/system.slice/docker-{C}.scope",
+            K: f"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice/"
+            f"cri-containerd-{K}.scope",
+        }
+
+        def cgroup_of(c: str, sub: str = "") -> str:
+            return v2_cgroup(paths[c] + sub)
+    else:
+        paths = {
+            A: f"/docker/{A}",
+            B: f"/docker/{B}",
+            C: f"/docker/{C}",
+            K: f"/kubepods/burstable/pod{UID_}/{K}",
+        }
+
+        def cgroup_of(c: str, sub: str = "") -> str:
+            return v1_cgroup(paths[c] + sub, hybrid=True)
+
+    cg.add(paths[A], usage=3 * GIB, anon=2 * GIB, inactive_file=512 * MIB, peak=4 * GIB)
+    cg.add(paths[B], usage=8 * GIB, anon=1 * GIB, shmem=200 * MIB, inactive_file=1 * GIB, limit=16 * GIB)
+    cg.add(paths[C], usage=1 * GIB, inactive_file=0)
+    cg.add(paths[K], usage=512 * MIB, inactive_file=12 * MIB)
+    cg.add_dir("/system.slice/docker.service")
+    proc.add(1, "systemd", cmdline=["/sbin/init"], ppid=0, rss_pages=3000, cgroup=v2_cgroup("/init.scope"))
+    proc.add(2, "kthreadd", kernel_thread=True, ppid=0)
+    proc.add(
+        900,
+        "dockerd",
+        cmdline=["/usr/bin/dockerd"],
+        rss_pages=20_000,
+        cgroup=v2_cgroup("/system.slice/docker.service"),
+    )
+    proc.add(1001, "python3", cmdline=["python3", "stt.py"], ppid=900, rss_pages=500_000, cgroup=cgroup_of(A))
+    proc.add(1002, "ffmpeg", ppid=1001, rss_pages=10_000, cgroup=cgroup_of(A, "/worker"))
+    proc.add(
+        2001, "ollama", cmdline=["/bin/ollama", "serve"], ppid=900, rss_pages=1_000_000, cgroup=cgroup_of(B)
+    )
+    proc.add(2500, "pause", ppid=1, rss_pages=100, cgroup=cgroup_of(K))
+    proc.add(
+        3000, "python", cmdline=["python", "train.py"], ppid=1, uid=1000, rss_pages=262_144, pss_kb=900_000
+    )
+    for pid in range(4000, 4020):
+        proc.add(pid, f"worker{pid}", rss_pages=1000 + pid, pss_kb=1000)
+    return proc, cg, paths
+
+
+def live(tmp_path: Path, version: int, **kw: Any) -> tuple[LiveSource, dict[str, str]]:
+    proc, cg, paths = build(tmp_path, version)
+    kw.setdefault("nvml", FakeNvml(GPU))
+    kw.setdefault("docker", FakeDocker(META))
+    return LiveSource(proc_root=proc.root, cgroup_root=cg.root, **kw), paths
+
+
+def assert_adds_up(snap: Snapshot) -> None:
+    acc = snap.accounting
+    assert acc is not None
+    assert acc.used == snap.memory.used
+    assert sum(c.total for c in acc.consumers) + acc.unattributed == acc.used
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_snapshot_on_fixture_tree(tmp_path: Path, version: int) -> None:
+    source, paths = live(tmp_path, version)
+    assert isinstance(source, SnapshotSource) and source.name == "live"
+    snap = source.sample()
+    assert snap.errors == []
+    assert snap.source == "live" and snap.hostname and abs(snap.timestamp - time.time()) < 60
+
+    mem = snap.memory
+    assert (mem.total, mem.available) == (125_000_000 * 1024, 60_000_000 * 1024)
+    assert mem.used == mem.total - mem.available
+    assert mem.pressure is not None and mem.pressure.some is not None and mem.pressure.some.avg10 == 2.5
+    assert mem.cpu_percent is None and mem.cpu_count == 4  # first tick
+
+    procs = {p.pid: p for p in snap.processes}
+    assert len(procs) == 28
+    assert procs[1001].container_id == procs[1002].container_id == A
+    assert procs[2001].container_id == B and procs[2500].container_id == K
+    assert procs[1].container_id is None and procs[900].container_id is None
+    assert (procs[1001].gpu_bytes, procs[2001].gpu_bytes, procs[3000].gpu_bytes) == (
+        6 * GIB,
+        20 * GIB,
+        4 * GIB,
+    )
+    assert procs[1].gpu_bytes is None and procs[1002].gpu_bytes is None  # NVML could not say for 1002
+    assert procs[3000].pss == 900_000 * 1024
+
+    containers = {c.id: c for c in snap.containers}
+    assert set(containers) == {A, B, C, K}  # the exited container has no cgroup: not listed
+    a, b, c, k = containers[A], containers[B], containers[C], containers[K]
+    assert (a.name, a.image, a.compose_project, a.compose_service, a.runtime) == (
+        "whisper",
+        "stt:latest",
+        "audio",
+        "stt",
+        "docker",
+    )
+    assert a.pids == [1001, 1002] and a.gpu_bytes == 6 * GIB
+    assert a.cgroup_path == paths[A]  # the container's cgroup, not the /worker sub-cgroup of 1002
+    assert a.memory is not None and a.memory.working_set == 3 * GIB - 512 * MIB and a.memory.peak == 4 * GIB
+    assert b.memory is not None and b.memory.limit == 16 * GIB and b.gpu_bytes == 20 * GIB
+    assert (c.pids, c.name, c.gpu_bytes, c.cgroup_path) == ([], None, 0, paths[C])
+    assert c.label == C[:12] and c.memory is not None and c.memory.usage == GIB
+    assert (k.runtime, k.pids, k.cgroup_path) == ("kubernetes", [2500], paths[K])
+    assert snap.docker.available
+
+    assert_adds_up(snap)
+    acc = snap.accounting
+    assert acc is not None
+    by_key = {x.key: x for x in acc.consumers}
+    assert by_key[f"container:{A}"].gpu_bytes == 6 * GIB
+    assert by_key["gpu-unexplained"].gpu_bytes == 2 * GIB  # PID 9999: NVML knows it, /proc does not
+    host = next(x for x in acc.consumers if x.key.startswith("process:3000:"))
+    assert (host.cpu_bytes, host.gpu_bytes) == (900_000 * 1024, 4 * GIB)
+
+    # everything survives the trip through JSON (what --once --json and record write)
+    assert Snapshot.model_validate_json(snap.model_dump_json()) == snap
+
+
+def test_second_tick_has_cpu_and_reuses_caches(tmp_path: Path) -> None:
+    source, _ = live(tmp_path, 2)
+    source.sample()
+    stat = (source.proc_root / "stat").read_text().splitlines()
+    cpu = stat[0].split()
+    cpu[1] = str(int(cpu[1]) + 300)
+    cpu[4] = str(int(cpu[4]) + 700)
+    (source.proc_root / "stat").write_text("\n".join([" ".join(cpu), *stat[1:]]) + "\n")
+    snap = source.sample()
+    assert snap.memory.cpu_percent == pytest.approx(30.0)
+    assert all(p.cpu_percent is not None for p in snap.processes)
+    assert_adds_up(snap)
+
+
+def test_container_paths_from_processes_beat_the_walk(tmp_path: Path) -> None:
+    """v1 with the systemd driver: the process's memory line names the container's cgroup, which is not in
+    a walked place; the container is still measured."""
+    proc = ProcTree(tmp_path / "proc")
+    cg = CgroupTree(tmp_path / "cgroup", 1)
+    path = f"/custom.slice/docker-{A}.scope"
+    cg.add(path, usage=5 * MIB)
+    proc.add(10, "app", rss_pages=100, cgroup=v1_cgroup(path, only_memory=True, hybrid=True))
+    snap = LiveSource(proc.root, cg.root, nvml=FakeNvml({}), docker=FakeDocker({})).sample()
+    (c,) = snap.containers
+    assert (c.id, c.cgroup_path, c.pids) == (A, path, [10])
+    assert c.memory is not None and c.memory.usage == 5 * MIB
+    assert_adds_up(snap)
+
+
+def test_container_without_cgroup_files_counts_its_rss(tmp_path: Path) -> None:
+    proc = ProcTree(tmp_path / "proc")
+    cg = CgroupTree(tmp_path / "cgroup", 2)
+    proc.add(10, "app", rss_pages=100, cgroup=v2_cgroup(f"/system.slice/docker-{A}.scope"))
+    snap = LiveSource(proc.root, cg.root, nvml=FakeNvml({}), docker=FakeDocker({})).sample()
+    (c,) = snap.containers
+    assert c.memory is None and c.pids == [10]
+    acc = snap.accounting
+    assert acc is not None
+    assert next(x for x in acc.consumers if x.key == f"container:{A}").cpu_bytes == 100 * PAGE
+    assert_adds_up(snap)
+
+
+def test_docker_unavailable_keeps_containers_by_id(tmp_path: Path) -> None:
+    status = DockerStatus(available=False, reason="permission denied on /var/run/docker.sock")
+    source, _ = live(tmp_path, 2, docker=FakeDocker({}, status))
+    snap = source.sample()
+    assert snap.docker == status
+    assert {c.id for c in snap.containers} == {A, B, C, K}
+    assert all(c.name is None for c in snap.containers)
+    assert snap.errors == []
+
+
+def test_docker_and_nvml_raising_become_one_line_errors(tmp_path: Path) -> None:
+    source, _ = live(tmp_path, 2, nvml=FakeNvml({}, fail=True), docker=FakeDocker(META, fail=True))
+    snap = source.sample()
+    assert not snap.gpu.available and "GPU_IS_LOST" in (snap.gpu.reason or "")
+    assert not snap.docker.available
+    assert len(snap.errors) == 2 and all("\n" not in e for e in snap.errors)
+    assert any(e.startswith("NVML:") for e in snap.errors) and any(
+        e.startswith("Docker:") for e in snap.errors
+    )
+    assert {c.id for c in snap.containers} == {A, B, C, K}
+    assert all(p.gpu_bytes is None for p in snap.processes)
+    assert_adds_up(snap)
+
+
+def test_missing_collector_modules_are_said_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sparktop.collect.nvml", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "sparktop.collect.docker", None)
+    proc, cg, _ = build(tmp_path, 2)
+    source = LiveSource(proc.root, cg.root)
+    for _ in range(2):
+        snap = source.sample()
+        assert not snap.gpu.available and "NVML" in (snap.gpu.reason or "")
+        assert not snap.docker.available and "Docker" in (snap.docker.reason or "")
+        assert snap.errors == []
+        assert len(snap.containers) == 4
+        assert_adds_up(snap)
+    source.close()
+
+
+def test_meminfo_failure_keeps_the_last_reading(tmp_path: Path) -> None:
+    source, _ = live(tmp_path, 2)
+    meminfo = source.proc_root / "meminfo"
+    good = meminfo.read_text()
+    meminfo.unlink()
+    first = source.sample()
+    assert first.memory.total == 0 and len(first.errors) == 1 and "meminfo" in first.errors[0]
+    assert_adds_up(first)
+    meminfo.write_text(good)
+    ok = source.sample()
+    assert ok.errors == [] and ok.memory.total == 125_000_000 * 1024
+    meminfo.write_text("MemTotal: garbage\n")
+    stale = source.sample()
+    assert stale.memory.total == ok.memory.total and stale.memory.available == ok.memory.available
+    assert len(stale.errors) == 1 and "previous reading" in stale.errors[0]
+    assert_adds_up(stale)
+
+
+def test_missing_psi_and_stat(tmp_path: Path) -> None:
+    source, _ = live(tmp_path, 2)
+    (source.proc_root / "pressure" / "memory").unlink()
+    (source.proc_root / "stat").unlink()
+    snap = source.sample()
+    assert snap.memory.pressure is None and snap.memory.cpu_percent is None
+    assert len(snap.errors) == 1 and "stat" in snap.errors[0]
+
+
+def test_old_kernel_without_memavailable(tmp_path: Path) -> None:
+    source, _ = live(tmp_path, 2)
+    (source.proc_root / "meminfo").write_text(meminfo_text(available_kb=None))
+    snap = source.sample()
+    assert len(snap.errors) == 1 and "MemAvailable" in snap.errors[0]
+    assert snap.memory.available > 0
+    assert_adds_up(snap)
+
+
+def test_no_cgroup_filesystem(tmp_path: Path) -> None:
+    proc, _, _ = build(tmp_path, 2)
+    snap = LiveSource(proc.root, tmp_path / "nothing", nvml=FakeNvml(GPU), docker=FakeDocker(META)).sample()
+    assert {c.id for c in snap.containers} == {A, B, K}  # from processes only, without memory files
+    assert all(c.memory is None for c in snap.containers)
+    assert_adds_up(snap)
+
+
+def test_close_closes_both(tmp_path: Path) -> None:
+    nvml, docker = FakeNvml({}), FakeDocker({})
+    source, _ = live(tmp_path, 2, nvml=nvml, docker=docker)
+    source.sample()
+    source.close()
+    assert nvml.closed and docker.closed
+    source.close()  # twice is fine
+
+
+def test_pss_top_n_is_a_parameter(tmp_path: Path) -> None:
+    source, _ = live(tmp_path, 2, pss_top_n=0)
+    assert all(p.pss is None for p in source.sample().processes)
+
+
+def test_pss_is_for_host_processes_and_cached_between_refreshes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(sampler_mod.time, "monotonic", lambda: clock[0])
+    source, _ = live(tmp_path, 2, pss_top_n=3, pss_interval=10.0)
+    rollup = source.proc_root / "2001" / "smaps_rollup"  # the biggest process, in a container
+    rollup.write_text((source.proc_root / "3000" / "smaps_rollup").read_text())
+    procs = {p.pid: p for p in source.sample().processes}
+    assert procs[2001].pss is None  # its container's cgroup is what counts
+    assert procs[3000].pss == 900_000 * 1024
+    assert {p.pid for p in procs.values() if p.pss is not None} == {3000, 4019}  # dockerd (900): no file
+    (source.proc_root / "3000" / "smaps_rollup").write_text("x\nPss: 5 kB\n")
+    clock[0] += 5
+    assert {p.pid: p for p in source.sample().processes}[3000].pss == 900_000 * 1024  # cached
+    clock[0] += 6
+    assert {p.pid: p for p in source.sample().processes}[3000].pss == 5 * 1024  # re-read
+
+
+def test_pss_reads_stay_within_a_per_tick_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[int] = []
+
+    def slow_read(pid: int, proc_root: object) -> int:
+        read.append(pid)
+        time.sleep(0.015)  # longer than the budget: one read per tick
+        return pid * 1024
+
+    monkeypatch.setattr(sampler_mod, "read_pss", slow_read)
+    source, _ = live(tmp_path, 2, pss_top_n=3)
+    first = {p.pid: p.pss for p in source.sample().processes if p.pss is not None}
+    assert read == [3000] and first == {3000: 3000 * 1024}
+    second = {p.pid: p.pss for p in source.sample().processes if p.pss is not None}
+    assert read == [3000, 900] and second == {3000: 3000 * 1024, 900: 900 * 1024}
+    source.sample()
+    source.sample()
+    assert read == [3000, 900, 4019]  # then nothing until the interval has passed
+
+
+# --- this machine, for real ---------------------------------------------------------------------------------
+
+
+def test_live_on_this_machine() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    source = LiveSource()
+    try:
+        time.sleep(0.05)
+        snap = source.sample()
+        before_check = {p.pid for p in snap.processes}
+        alive = set(psutil.pids())
+        # every process it returned exists, or has exited since (then it is gone from psutil's list too)
+        for p in snap.processes:
+            if p.pid in alive:
+                try:
+                    created = psutil.Process(p.pid).create_time()
+                except psutil.NoSuchProcess:
+                    continue
+                assert p.start_time is not None and abs(created - p.start_time) < 2.0, p
+            else:
+                assert not os.path.exists(f"/proc/{p.pid}")
+        # and it missed nothing that lived through the whole scan
+        assert os.getpid() in before_check and child.pid in before_check and 1 in before_check
+        procs = {p.pid: p for p in snap.processes}
+        me = procs[os.getpid()]
+        assert abs(me.rss - psutil.Process().memory_info().rss) < 64 * MIB
+        kid = procs[child.pid]
+        assert (kid.name, kid.cmdline, kid.ppid, kid.container_id) == (
+            "sleep",
+            "sleep 30",
+            os.getpid(),
+            procs[os.getpid()].container_id,
+        )
+
+        mem = snap.memory
+        vm = psutil.virtual_memory()
+        assert mem.total == vm.total
+        assert mem.used == mem.total - mem.available
+        assert abs(mem.available - vm.available) < max(256 * MIB, vm.total // 20)
+        assert mem.cpu_count == psutil.cpu_count()
+        assert_adds_up(snap)
+        for c in snap.containers:
+            assert set(c.pids) <= set(procs)
+            assert len(c.id) == 64
+
+        later = source.sample()
+        assert later.memory.cpu_percent is not None and 0 <= later.memory.cpu_percent <= 100
+        assert {p.pid: p for p in later.processes}[child.pid].cpu_percent is not None
+        assert_adds_up(later)
+        assert Snapshot.model_validate_json(later.model_dump_json()) == later
+    finally:
+        source.close()
+        child.kill()
+        child.wait()
