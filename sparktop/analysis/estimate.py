@@ -1,0 +1,532 @@
+"""Memory and decode-speed estimates for one workload: pure functions, no I/O.
+
+Every figure is a `Range` (low / mid / high, bytes) and every estimate keeps its breakdown (`Part`s), so a
+view can show where the number comes from. Sizes are bytes; the planner prints them in decimal GB (1e9 bytes),
+the unit of the reference's 80 GB / 100 GB lines.
+
+Inference: weights + KV cache + compute buffers + runtime + CUDA context (vLLM instead reserves
+`gpu_memory_utilization` x the pool, whatever the model). Training: weights + gradients + optimizer states
+(+ a frozen reference model for DPO) + activations + logits + framework overhead + CUDA context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+GB = 1e9
+BANDWIDTH = 273e9  # bytes/s, LPDDR5x on GB10
+
+# Per-process CUDA context (driver state, module images): the reference says 0.5-1 GB.
+CUDA_CONTEXT_GB = (0.4, 0.5, 1.0)
+# Linux + Docker daemon on a clean machine: the reference says 2-4 GB.
+SYSTEM_BASE_GB = (2.0, 3.0, 4.0)
+# Share of the peak bandwidth a decoder really gets (kernel efficiency, KV reads, sampling): calibrated on the
+# reference's "70B Q4: ~2-3 tok/s, 8B: ~20-30 tok/s".
+DECODE_EFFICIENCY = (0.35, 0.45, 0.6)
+
+# Host-side process memory that is neither weights nor KV cache, per engine (GB).
+RUNTIME_GB = {
+    "ollama": (0.2, 0.3, 0.6),  # ollama serve + its runner (tokenizer, graph metadata)
+    "llama.cpp": (0.1, 0.2, 0.5),
+    "vllm": (1.0, 1.5, 3.0),  # Python, torch, tokenizer workers: outside the gpu_memory_utilization pool
+    "other": (0.5, 1.0, 2.0),  # a Python server (transformers, TGI, SGLang ...)
+}
+# PyTorch allocator slack, cuBLAS/cuDNN workspaces, dataloader workers (GB), for training.
+FRAMEWORK_GB = (0.5, 1.0, 2.0)
+# vLLM: CUDA graphs and the profiling peak of activations live inside the reservation (GB).
+VLLM_GRAPHS_GB = 1.0
+
+LLAMA_CPP_UBATCH = 512  # llama.cpp / Ollama physical batch: sizes the compute buffers
+
+
+# --- ranges and breakdowns ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Range:
+    """low <= mid <= high, in bytes (or any unit: tok/s for decode speeds)."""
+
+    low: float
+    mid: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (self.low <= self.mid <= self.high):
+            lo, mi, hi = sorted((self.low, self.mid, self.high))
+            object.__setattr__(self, "low", lo)
+            object.__setattr__(self, "mid", mi)
+            object.__setattr__(self, "high", hi)
+
+    @classmethod
+    def exact(cls, value: float) -> Range:
+        return cls(value, value, value)
+
+    @classmethod
+    def gb(cls, low: float, mid: float | None = None, high: float | None = None) -> Range:
+        """From GB figures: `gb(5)` exact, `gb(7, high=8)` with mid the midpoint, or all three."""
+        if high is None:
+            high = low
+        if mid is None:
+            mid = (low + high) / 2
+        return cls(low * GB, mid * GB, high * GB)
+
+    @classmethod
+    def spread(cls, value: float, low: float, high: float) -> Range:
+        """`value` with a relative uncertainty: spread(x, 0.9, 1.2) -> (0.9x, x, 1.2x)."""
+        return cls(value * low, value, value * high)
+
+    @classmethod
+    def total(cls, ranges: Iterable[Range]) -> Range:
+        lo = mi = hi = 0.0
+        for r in ranges:
+            lo += r.low
+            mi += r.mid
+            hi += r.high
+        return cls(lo, mi, hi)
+
+    def __add__(self, other: Range) -> Range:
+        return Range(self.low + other.low, self.mid + other.mid, self.high + other.high)
+
+    def scale(self, k: float) -> Range:
+        return Range(self.low * k, self.mid * k, self.high * k)
+
+    def in_gb(self, digits: int = 2) -> dict[str, float]:
+        return {
+            "low": round(self.low / GB, digits),
+            "mid": round(self.mid / GB, digits),
+            "high": round(self.high / GB, digits),
+        }
+
+    def as_dict(self, digits: int = 2) -> dict[str, float]:
+        return {
+            "low": round(self.low, digits),
+            "mid": round(self.mid, digits),
+            "high": round(self.high, digits),
+        }
+
+
+ZERO = Range(0.0, 0.0, 0.0)
+
+
+def gb_range(t: tuple[float, float, float]) -> Range:
+    return Range.gb(*t)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One line of a breakdown: what it is, how much, how it was computed."""
+
+    label: str
+    bytes: Range
+    detail: str = ""
+
+
+@dataclass
+class Estimate:
+    parts: list[Part] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how it was computed, what is assumed
+    warnings: list[str] = field(default_factory=list)  # something the user should act on
+    bytes_per_token: float | None = None  # bytes read from memory per decoded token (LLMs)
+    decode: Range | None = None  # tok/s for one sequence when running alone
+
+    @property
+    def total(self) -> Range:
+        return Range.total(p.bytes for p in self.parts)
+
+    def add(self, label: str, value: Range, detail: str = "") -> None:
+        self.parts.append(Part(label, value, detail))
+
+
+def fmt_gb(value: float) -> str:
+    gb = value / GB
+    if gb >= 100:
+        return f"{gb:.0f} GB"
+    if gb >= 10:
+        return f"{gb:.1f} GB"
+    if gb >= 0.1:
+        return f"{gb:.2f} GB"
+    return f"{value / 1e6:.0f} MB"
+
+
+def fmt_count(n: float) -> str:
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+# --- architectures -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What the estimates need from a model's public config (config.json, GGUF metadata)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    params: float  # total parameters
+    intermediate: int = 0  # dense MLP width (0: unknown, taken as 4 x hidden)
+    context: int = 0  # trained context length (0: unknown)
+    tied_embeddings: bool = False
+    experts: int = 0  # MoE: routed experts per layer
+    experts_active: int = 0  # MoE: experts used per token
+    moe_intermediate: int = 0  # MoE: width of one expert
+    active_params: float = 0.0  # parameters read per token (MoE); 0: all
+    sliding_window: int = 0  # tokens kept by sliding-window layers
+    sliding_layers: int = 0  # how many layers use the sliding window
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def params_per_token(self) -> float:
+        return self.active_params or self.params
+
+    @property
+    def mlp_width(self) -> int:
+        return self.intermediate or 4 * self.hidden
+
+    @property
+    def embedding_params(self) -> float:
+        """Token embedding plus output head (once if they are tied)."""
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    def estimated_params(self) -> float:
+        """Parameters from the shapes alone (for checkpoints whose tensors are packed)."""
+        h, hd = self.hidden, self.head_dim
+        attn = h * self.heads * hd * 2 + h * self.kv_heads * hd * 2
+        if self.is_moe:
+            mlp = self.experts * 3 * h * (self.moe_intermediate or self.mlp_width) + self.experts * h
+        else:
+            mlp = 3 * h * self.mlp_width
+        return self.layers * (attn + mlp + 2 * h) + self.embedding_params + h
+
+
+# --- inference ---------------------------------------------------------------------------------------------
+
+
+def kv_cache_bytes(
+    layers: int, kv_heads: int, head_dim: int, context: int, parallel: int, bytes_per_element: float
+) -> float:
+    """2 (K and V) x layers x KV heads x head dim x context x parallel sequences x bytes per element."""
+    return 2.0 * layers * kv_heads * head_dim * context * parallel * bytes_per_element
+
+
+def arch_kv_cache_bytes(arch: Architecture, context: int, parallel: int, bytes_per_element: float) -> float:
+    """The KV formula, with sliding-window layers holding at most their window (Gemma, gpt-oss)."""
+    swa_layers = min(arch.sliding_layers, arch.layers) if arch.sliding_window else 0
+    full = kv_cache_bytes(
+        arch.layers - swa_layers, arch.kv_heads, arch.head_dim, context, parallel, bytes_per_element
+    )
+    if not swa_layers:
+        return full
+    window = min(context, arch.sliding_window)
+    return full + kv_cache_bytes(
+        swa_layers, arch.kv_heads, arch.head_dim, window, parallel, bytes_per_element
+    )
+
+
+def weights_from_params(params: float, bits_per_weight: float) -> float:
+    return params * bits_per_weight / 8.0
+
+
+def llama_cpp_compute_bytes(
+    arch: Architecture, context: int, flash_attention: bool, ubatch: int = LLAMA_CPP_UBATCH
+) -> float:
+    """llama.cpp / Ollama compute buffer: the larger of the f32 logits of one micro-batch and the attention
+    scores (only without flash attention), plus one layer's f32 activations."""
+    logits = ubatch * arch.vocab * 4.0
+    scores = 0.0 if flash_attention else ubatch * context * arch.heads * 4.0
+    mlp = arch.moe_intermediate * arch.experts_active if arch.is_moe else arch.mlp_width
+    activations = ubatch * (arch.hidden + mlp) * 4.0
+    return max(logits, scores) + activations
+
+
+def decode_bytes_per_token(
+    arch: Architecture | None, weights_bytes: float, context: int, kv_bytes_per_element: float
+) -> float:
+    """Bytes read per decoded token: the active share of the weights plus the KV cache at half fill."""
+    if arch is None:
+        return weights_bytes
+    active_share = arch.params_per_token / arch.params if arch.params else 1.0
+    kv_read = arch_kv_cache_bytes(arch, max(1, context // 2), 1, kv_bytes_per_element)
+    return weights_bytes * active_share + kv_read
+
+
+def decode_rate(bytes_per_token: float, bandwidth: float = BANDWIDTH) -> Range:
+    """tok/s for one sequence when the decoder has the bandwidth to itself."""
+    if bytes_per_token <= 0:
+        return ZERO
+    lo, mid, hi = DECODE_EFFICIENCY
+    return Range(
+        lo * bandwidth / bytes_per_token, mid * bandwidth / bytes_per_token, hi * bandwidth / bytes_per_token
+    )
+
+
+def estimate_inference(
+    arch: Architecture | None,
+    *,
+    engine: str,
+    bits_per_weight: float,
+    quant: str = "",
+    weights_bytes: float | None = None,
+    context: int = 4096,
+    parallel: int = 1,
+    kv_bytes_per_element: float = 2.0,
+    kv_dtype: str = "f16",
+    flash_attention: bool = True,
+    gpu_memory_utilization: float = 0.9,
+    pool_bytes: float = 128 * GB,
+    bandwidth: float = BANDWIDTH,
+) -> Estimate:
+    est = Estimate()
+    if arch is not None and arch.context and context > arch.context:
+        est.notes.append(f"context {context} capped at the model's trained {arch.context}")
+        context = arch.context
+
+    # Weights: the file when we have it, else parameters x bits per weight.
+    if weights_bytes:
+        weights = Range.exact(weights_bytes)
+        w_detail = f"{quant} file, {fmt_gb(weights_bytes)}" if quant else "model files"
+    elif arch is not None:
+        w = weights_from_params(arch.params, bits_per_weight)
+        weights = Range.spread(w, 0.98, 1.04)
+        w_detail = f"{fmt_count(arch.params)} params x {bits_per_weight:g} bits ({quant})"
+    else:
+        raise ValueError("an inference estimate needs an architecture or the weights' size")
+
+    kv = ZERO
+    kv_detail = ""
+    if arch is not None:
+        kv_total = arch_kv_cache_bytes(arch, context, parallel, kv_bytes_per_element)
+        kv = Range.exact(kv_total)
+        per_token = arch_kv_cache_bytes(arch, 1, 1, kv_bytes_per_element)
+        kv_detail = (
+            f"2 x {arch.layers} layers x {arch.kv_heads} KV heads x {arch.head_dim} x {context} ctx x "
+            f"{parallel} slot{'s' if parallel != 1 else ''} x {kv_bytes_per_element:g} B ({kv_dtype}); "
+            f"{per_token / 1024:.0f} KiB/token"
+        )
+        if arch.sliding_window and arch.sliding_layers:
+            kv_detail += f"; {arch.sliding_layers} sliding-window layers hold {arch.sliding_window} tokens"
+    else:
+        est.notes.append("architecture unknown: KV cache not estimated")
+
+    cuda = gb_range(CUDA_CONTEXT_GB)
+    runtime = gb_range(RUNTIME_GB.get(engine, RUNTIME_GB["other"]))
+
+    if engine == "vllm":
+        reserve = gpu_memory_utilization * pool_bytes
+        est.add(
+            "vLLM reservation",
+            Range.exact(reserve),
+            f"gpu_memory_utilization {gpu_memory_utilization:g} x {fmt_gb(pool_bytes)} pool, "
+            "whatever the model",
+        )
+        est.add("process (Python, tokenizer)", runtime, "outside the reservation")
+        est.add("CUDA context", cuda)
+        inside = weights.mid + VLLM_GRAPHS_GB * GB
+        room = reserve - inside
+        if arch is not None:
+            per_token = arch_kv_cache_bytes(arch, 1, 1, kv_bytes_per_element)
+            est.notes.append(
+                f"inside: weights {fmt_gb(weights.mid)} + graphs/activations ~{VLLM_GRAPHS_GB:g} GB; "
+                f"KV cache gets the rest, {fmt_gb(max(0.0, room))} = {max(0.0, room) / per_token:,.0f} tokens"
+            )
+            if room < kv.mid:
+                est.warnings.append(
+                    f"vLLM will refuse to start: {context} ctx x {parallel} needs {fmt_gb(kv.mid)} of KV "
+                    f"cache but the reservation leaves {fmt_gb(max(0.0, room))}"
+                )
+        elif room < 0:
+            est.warnings.append("vLLM will refuse to start: the weights do not fit in the reservation")
+    else:
+        est.add("weights", weights, w_detail)
+        if arch is not None:
+            est.add("KV cache", kv, kv_detail)
+            if engine in ("ollama", "llama.cpp"):
+                compute = llama_cpp_compute_bytes(arch, context * parallel, flash_attention)
+                fa = "flash attention" if flash_attention else "no flash attention"
+                est.add(
+                    "compute buffers",
+                    Range.spread(compute, 0.8, 1.5),
+                    f"micro-batch {LLAMA_CPP_UBATCH}: logits, {fa}",
+                )
+            else:
+                compute = llama_cpp_compute_bytes(arch, context * parallel, flash_attention, ubatch=2048)
+                est.add("activations", Range.spread(compute, 0.6, 1.5), "prefill of 2048 tokens")
+        est.add("runtime", runtime, engine)
+        est.add("CUDA context", cuda)
+
+    bpt = decode_bytes_per_token(arch, weights.mid, context, kv_bytes_per_element)
+    est.bytes_per_token = bpt
+    est.decode = decode_rate(bpt, bandwidth)
+    return est
+
+
+# --- training ----------------------------------------------------------------------------------------------
+
+METHODS = ("sft", "dpo", "lora", "qlora", "dpo-lora", "dpo-qlora")
+PRECISIONS = ("bf16", "fp32", "mixed")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
+NF4_BITS = 4.127  # bitsandbytes NF4, block 64, double-quantised absmax
+
+
+def lora_params(arch: Architecture, rank: int) -> float:
+    """LoRA adapters on every linear layer of attention and MLP (q, k, v, o, gate, up, down):
+    rank x (in + out) each."""
+    h, q, kv = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    mlp = arch.moe_intermediate if arch.is_moe else arch.mlp_width
+    per_layer = (h + q) + 2 * (h + kv) + (q + h) + 3 * (h + mlp)
+    return float(rank * per_layer * arch.layers)
+
+
+def activation_bytes_per_layer(
+    arch: Architecture, batch: int, seq_len: int, bytes_per_act: float, efficient_attention: bool
+) -> float:
+    """What one decoder layer keeps for the backward pass (after Korthikanti et al. 2022, for a gated MLP
+    and grouped-query attention, no dropout):
+    attention: its input, Q, K, V and the output-projection input; the attention scores and softmax
+    (about 2.5 activations per score, a x s^2 x b) unless a memory-efficient kernel keeps only a log-sum-exp;
+    MLP: its input plus gate, up, act(gate) and their product; two RMSNorm inputs in fp32."""
+    s, b, h = seq_len, batch, arch.hidden
+    q = arch.heads * arch.head_dim
+    kv = arch.kv_heads * arch.head_dim
+    tokens = s * b
+    attn = bytes_per_act * tokens * (h + q + 2 * kv + q)
+    if efficient_attention:
+        scores = 4.0 * arch.heads * tokens
+    else:
+        scores = 2.5 * bytes_per_act * arch.heads * s * s * b
+    if arch.is_moe:
+        mlp_width = (arch.moe_intermediate or arch.mlp_width) * max(1, arch.experts_active)
+    else:
+        mlp_width = arch.mlp_width
+    mlp = bytes_per_act * tokens * (h + 4 * mlp_width)
+    norms = 2 * 4.0 * tokens * h
+    return attn + scores + mlp + norms
+
+
+def estimate_training(
+    arch: Architecture,
+    *,
+    method: str = "sft",
+    batch: int = 4,
+    seq_len: int = 2048,
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    gradient_checkpointing: bool = False,
+    efficient_attention: bool = True,
+    lora_rank: int = 16,
+) -> Estimate:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
+    est = Estimate()
+    p = arch.params
+    dpo = method.startswith("dpo")
+    adapter = method.removeprefix("dpo-") if method.startswith("dpo-") else method
+    adapter = adapter if adapter in ("lora", "qlora") else "full"
+
+    act_bytes = 4.0 if precision == "fp32" else 2.0
+    # Bytes per parameter of the trained weights and their gradients, and of one optimizer state.
+    if precision == "bf16":
+        w_b, w_note, g_b, state_b = 2.0, "bf16", 2.0, 2.0
+    elif precision == "fp32":
+        w_b, w_note, g_b, state_b = 4.0, "fp32", 4.0, 4.0
+    else:  # mixed: fp32 master weights, bf16 copies cached by autocast
+        w_b, w_note, g_b, state_b = 6.0, "fp32 master + bf16 autocast copies", 4.0, 4.0
+
+    def optimizer_bytes(n: float, state: float) -> tuple[float, str]:
+        if optimizer == "adamw":
+            return n * 2 * state, f"AdamW: 2 states x {state:g} B"
+        if optimizer == "adamw-8bit":
+            return n * 2.0, "8-bit AdamW: 2 states x 1 B"
+        return 0.0, "SGD without momentum: no state"
+
+    if adapter == "full":
+        est.add("weights", Range.exact(p * w_b), f"{fmt_count(p)} params x {w_b:g} B ({w_note})")
+        est.add("gradients", Range.exact(p * g_b), f"{fmt_count(p)} x {g_b:g} B")
+        opt, opt_note = optimizer_bytes(p, state_b)
+        est.add("optimizer states", Range.exact(opt), opt_note)
+        if dpo:
+            ref_b = 4.0 if precision == "fp32" else 2.0
+            est.add("reference model", Range.exact(p * ref_b), f"frozen copy for DPO, {ref_b:g} B/param")
+    else:
+        trainable = lora_params(arch, lora_rank)
+        if adapter == "qlora":
+            emb = arch.embedding_params
+            base = (p - emb) * NF4_BITS / 8 + emb * 2.0
+            base_note = f"NF4 ({NF4_BITS} bits) + embeddings/head in bf16"
+        else:
+            base_b = 4.0 if precision == "fp32" else 2.0
+            base = p * base_b
+            base_note = f"frozen, {base_b:g} B/param"
+        est.add("base weights", Range.exact(base), f"{fmt_count(p)} params, {base_note}")
+        opt, opt_note = optimizer_bytes(trainable, 4.0)
+        est.add(
+            "LoRA adapters + grads + optimizer",
+            Range.exact(trainable * 8.0 + opt),
+            f"rank {lora_rank} on q,k,v,o,gate,up,down: {fmt_count(trainable)} params, fp32 weights and "
+            f"grads, {opt_note}",
+        )
+        if dpo:
+            est.notes.append("DPO with adapters: the reference model is the base with adapters off (no copy)")
+
+    # DPO runs chosen and rejected completions through the policy together.
+    rows = batch * (2 if dpo else 1)
+    per_layer = activation_bytes_per_layer(arch, rows, seq_len, act_bytes, efficient_attention)
+    attn_kind = "memory-efficient attention" if efficient_attention else "eager attention (s^2 scores)"
+    if gradient_checkpointing:
+        acts = arch.layers * act_bytes * rows * seq_len * arch.hidden + per_layer
+        act_detail = (
+            f"checkpointing: {arch.layers} layer inputs + one layer recomputed; {rows} x {seq_len} tokens, "
+            f"{attn_kind}"
+        )
+    else:
+        acts = arch.layers * per_layer
+        act_detail = f"{arch.layers} layers x {fmt_gb(per_layer)}; {rows} x {seq_len} tokens, {attn_kind}"
+    est.add("activations", Range.spread(acts, 0.85, 1.3), act_detail)
+
+    # Logits: the head's output (activation dtype), its fp32 upcast and the fp32 log-softmax kept by the loss;
+    # the gradient of the logits at the high end.
+    elems = float(rows) * seq_len * arch.vocab
+    est.add(
+        "logits",
+        Range(elems * (act_bytes + 4), elems * (act_bytes + 8), elems * (act_bytes + 12)),
+        f"{rows} x {seq_len} x {arch.vocab} vocab: output + fp32 upcast + log-softmax",
+    )
+    est.add("framework overhead", gb_range(FRAMEWORK_GB), "PyTorch allocator slack, cuBLAS workspace")
+    est.add("CUDA context", gb_range(CUDA_CONTEXT_GB))
+    if elems * (act_bytes + 8) > 0.3 * est.total.mid:
+        est.notes.append(
+            "logits dominate: a smaller batch x sequence, or a fused / chunked loss, cuts them most"
+        )
+    return est
+
+
+# --- fixed footprints ---------------------------------------------------------------------------------------
+
+
+def estimate_fixed(
+    footprint: Range, label: str = "footprint", detail: str = "", gpu: bool = True
+) -> Estimate:
+    """A workload whose memory is known as a figure (the reference table, a measurement), plus its CUDA
+    context when it uses the GPU."""
+    est = Estimate()
+    est.add(label, footprint, detail)
+    if gpu:
+        est.add("CUDA context", gb_range(CUDA_CONTEXT_GB))
+    return est
+
+
+def system_base() -> Range:
+    return gb_range(SYSTEM_BASE_GB)

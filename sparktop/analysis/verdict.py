@@ -1,0 +1,311 @@
+"""Verdicts on a plan: does the memory fit, and will the workloads starve each other of the GPU.
+
+Fit: baseline + every workload against the safe (80 GB) and aggressive (100 GB) lines and the pool
+(decimal GB, 1e9 bytes). Compute: the reference's decision matrix (training saturates the SMs; big decoders
+split the 273 GB/s; sequential pipeline stages never collide), extended with a duty-cycle model that gives
+each interactive workload an expected slowdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sparktop.analysis.estimate import BANDWIDTH, GB, Range, decode_rate
+
+SAFE_LINE = 80 * GB
+AGGRESSIVE_LINE = 100 * GB
+SPARK_POOL = 128 * GB  # 128 GB LPDDR5x; Linux shows about this much (119-122 GiB) as MemTotal
+DEFAULT_SM_COUNT = 48  # GB10: 6,144 CUDA cores / 128 per SM
+
+FITS, TIGHT, OOM_RISK, WONT_FIT = "fits", "tight", "OOM risk", "won't fit"
+FIT_VERDICTS = (FITS, TIGHT, OOM_RISK, WONT_FIT)
+OK, CAREFUL, NO = "ok", "careful", "no"
+COMPUTE_VERDICTS = (OK, CAREFUL, NO)
+
+
+def _gb(value: float) -> str:
+    text = f"{value / GB:.1f}"
+    return f"{text.removesuffix('.0')} GB"
+
+
+def _names(names: Sequence[str]) -> str:
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# --- fit ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The safe and aggressive lines and the pool, bytes. On a machine much smaller than a Spark the lines
+    keep their share of the pool (80/128 and 100/128) and `scaled` says so."""
+
+    safe: float = SAFE_LINE
+    aggressive: float = AGGRESSIVE_LINE
+    pool: float = SPARK_POOL
+    scaled: bool = False
+
+    @classmethod
+    def for_pool(cls, pool: float) -> Lines:
+        if pool >= 0.9 * SPARK_POOL:
+            return cls(SAFE_LINE, AGGRESSIVE_LINE, pool)
+        k = pool / SPARK_POOL
+        return cls(SAFE_LINE * k, AGGRESSIVE_LINE * k, pool, scaled=True)
+
+    def classify(self, total: float) -> str:
+        if total <= self.safe:
+            return FITS
+        if total <= self.aggressive:
+            return TIGHT
+        if total <= self.pool:
+            return OOM_RISK
+        return WONT_FIT
+
+    def line_for(self, verdict: str) -> tuple[str, float] | None:
+        """The line a plan with this verdict has crossed."""
+        return {
+            TIGHT: ("safe", self.safe),
+            OOM_RISK: ("aggressive", self.aggressive),
+            WONT_FIT: ("pool", self.pool),
+        }.get(verdict)
+
+
+@dataclass
+class FitVerdict:
+    verdict: str
+    total: Range
+    lines: Lines
+    culprit: str | None = None  # the workload whose addition crossed the line
+    line_crossed: str | None = None  # "safe", "aggressive" or "pool"
+    excess: float = 0.0  # bytes that would have to go to be back under the safe line
+    enough_to_drop: list[str] = field(default_factory=list)  # any one of these alone would be enough
+    high_verdict: str = FITS  # the verdict with every high estimate
+    reason: str = ""
+
+
+def fit_verdict(baseline: Range, items: Sequence[tuple[str, Range]], lines: Lines) -> FitVerdict:
+    total = baseline + Range.total(r for _, r in items)
+    verdict = lines.classify(total.mid)
+    out = FitVerdict(verdict=verdict, total=total, lines=lines, high_verdict=lines.classify(total.high))
+    headroom = lines.safe - total.mid
+    if verdict == FITS:
+        out.reason = (
+            f"{_gb(total.mid)} of {_gb(lines.pool)}: under the {_gb(lines.safe)} safe line "
+            f"with {_gb(headroom)} to spare"
+        )
+    else:
+        name, line = lines.line_for(verdict)  # type: ignore[misc]
+        out.line_crossed = name
+        running = baseline.mid
+        for item_name, r in items:
+            running += r.mid
+            if running > line:
+                out.culprit = item_name
+                break
+        out.excess = total.mid - lines.safe
+        out.enough_to_drop = [n for n, r in sorted(items, key=lambda x: x[1].mid) if r.mid >= out.excess][:3]
+        where = {
+            TIGHT: f"between the {_gb(lines.safe)} safe and {_gb(lines.aggressive)} aggressive lines",
+            OOM_RISK: f"over the {_gb(lines.aggressive)} aggressive line",
+            WONT_FIT: f"more than the {_gb(lines.pool)} pool",
+        }[verdict]
+        out.reason = f"{_gb(total.mid)}: {where}"
+        if out.culprit:
+            out.reason += f"; {out.culprit} pushes it over the {name} line"
+        out.reason += f"; {_gb(out.excess)} would have to go to be back under {_gb(lines.safe)}"
+        if out.enough_to_drop:
+            out.reason += f" (dropping {out.enough_to_drop[0]} alone would do)"
+    if out.high_verdict != verdict:
+        out.reason += f"; with every high estimate ({_gb(total.high)}) it would be {out.high_verdict}"
+    return out
+
+
+# --- compute ------------------------------------------------------------------------------------------------
+
+GPU_USES = ("sustained", "interactive", "pipeline", "batch", "none")
+# Share of the time a workload keeps the GPU busy, by default.
+DEFAULT_DUTY = {"sustained": 1.0, "batch": 0.8, "interactive": 0.3, "pipeline": 0.2, "none": 0.0}
+# How hard a busy workload slows the others while they overlap: a training step saturates every SM with long
+# kernels, so time-sliced inference waits far longer than its share.
+INTENSITY = {"sustained": 2.0, "batch": 1.0, "interactive": 1.0, "pipeline": 1.0, "none": 0.0}
+# A decoder that reads this much per token answers slowly enough (a few tok/s) that its bursts last long.
+HEAVY_BYTES_PER_TOKEN = 15 * GB
+
+
+@dataclass(frozen=True)
+class GpuLoad:
+    """How one workload uses the GPU. Workloads with the same `group` run one after the other (pipeline
+    stages) and never collide."""
+
+    name: str
+    gpu_use: str
+    duty: float
+    group: str
+    bytes_per_token: float | None = None  # decoders only
+    heavy: bool = False  # a big decoder (or a big interactive model of unknown shape)
+
+
+@dataclass
+class _Group:
+    key: str
+    loads: list[GpuLoad]
+
+    @property
+    def names(self) -> list[str]:
+        return [g.name for g in self.loads]
+
+    @property
+    def duty(self) -> float:
+        return min(1.0, sum(g.duty for g in self.loads))
+
+    @property
+    def intensity(self) -> float:
+        return max(INTENSITY[g.gpu_use] for g in self.loads)
+
+    @property
+    def interactive(self) -> bool:
+        return any(g.gpu_use in ("interactive", "pipeline") for g in self.loads)
+
+    @property
+    def heavy(self) -> bool:
+        return any(g.heavy for g in self.loads)
+
+    @property
+    def label(self) -> str:
+        if len(self.loads) > 1 and self.key.startswith("pipeline:"):
+            return f"the {self.key.removeprefix('pipeline:')} pipeline"
+        return _names(self.names)
+
+    def decode_bytes(self) -> float:
+        # Stages of one pipeline decode one at a time: the group reads at most its biggest decoder's bytes.
+        return max((g.bytes_per_token or 0.0) for g in self.loads)
+
+
+@dataclass
+class ComputeVerdict:
+    verdict: str
+    reason: str
+    reasons: list[str] = field(default_factory=list)
+    slowdown: dict[str, float] = field(default_factory=dict)  # expected, for interactive and pipeline work
+    decode_shared: dict[str, Range] = field(default_factory=dict)  # tok/s when every other group decodes too
+
+
+def compute_verdict(
+    loads: Sequence[GpuLoad], sm_count: int | None = None, bandwidth: float = BANDWIDTH
+) -> ComputeVerdict:
+    sms = sm_count or DEFAULT_SM_COUNT
+    active = [g for g in loads if g.gpu_use != "none" and g.duty > 0]
+    groups: dict[str, _Group] = {}
+    for load in active:
+        groups.setdefault(load.group, _Group(load.group, [])).loads.append(load)
+    glist = list(groups.values())
+
+    # Expected slowdown of each interactive workload: every other group, busy `duty` of the time, slows it by
+    # `intensity` while they overlap.
+    slowdown: dict[str, float] = {}
+    for g in glist:
+        if not g.interactive:
+            continue
+        factor = 1.0 + sum(o.duty * o.intensity for o in glist if o is not g)
+        for load in g.loads:
+            if load.gpu_use in ("interactive", "pipeline"):
+                slowdown[load.name] = round(factor, 2)
+
+    # Decode speed when every other group decodes at the same moment: they split the bandwidth.
+    decode_shared: dict[str, Range] = {}
+    others_bytes = {g.key: sum(o.decode_bytes() for o in glist if o is not g) for g in glist}
+    for g in glist:
+        for load in g.loads:
+            if load.bytes_per_token:
+                decode_shared[load.name] = decode_rate(load.bytes_per_token + others_bytes[g.key], bandwidth)
+
+    verdict = OK
+    reasons: list[str] = []
+
+    def flag(level: str, sentence: str) -> None:
+        nonlocal verdict
+        reasons.append(sentence)
+        if COMPUTE_VERDICTS.index(level) > COMPUTE_VERDICTS.index(verdict):
+            verdict = level
+
+    sustained = [g for g in active if g.gpu_use == "sustained"]
+    batch = [g for g in active if g.gpu_use == "batch"]
+    inter_groups = [g for g in glist if g.interactive]
+    inter_names = [load.name for g in inter_groups for load in g.loads if load.gpu_use != "sustained"]
+    worst = max(slowdown.values(), default=1.0)
+
+    if sustained and inter_groups:
+        verb = "saturates" if len(sustained) == 1 else "saturate"
+        flag(
+            NO,
+            f"{_names([s.name for s in sustained])} {verb} the {sms} SMs: interactive inference "
+            f"({_names(inter_names)}) will stall, about {worst:.1f}x slower on average and seconds of "
+            f"extra latency per request",
+        )
+    if len(sustained) + len(batch) >= 2:
+        n = len(sustained) + len(batch)
+        flag(
+            CAREFUL,
+            f"{_names([s.name for s in sustained + batch])} share the {sms} SMs: each runs at about "
+            f"1/{n} of its speed alone",
+        )
+
+    heavy_groups = [g for g in inter_groups if g.heavy]
+    if len(heavy_groups) >= 2:
+        parts = []
+        for g in heavy_groups:
+            for load in g.loads:
+                if load.heavy and load.bytes_per_token and load.name in decode_shared:
+                    solo = decode_rate(load.bytes_per_token, bandwidth).mid
+                    parts.append(f"{load.name} {solo:.1f} -> {decode_shared[load.name].mid:.1f} tok/s")
+        speeds = f" ({'; '.join(parts)})" if parts else ""
+        flag(
+            NO,
+            f"{_names([g.label for g in heavy_groups])} are big decoders: they split the "
+            f"{bandwidth / GB:.0f} GB/s when both answer{speeds}; load both, run one at a time",
+        )
+    elif heavy_groups and len(inter_groups) >= 2:
+        heavy = heavy_groups[0]
+        others = [g.label for g in inter_groups if g is not heavy]
+        flag(
+            CAREFUL,
+            f"{heavy.label} competes with {_names(others)} for the GPU: avoid simultaneous inference "
+            f"(both about 2x slower while they overlap)",
+        )
+
+    if batch and inter_groups and not sustained:
+        flag(
+            CAREFUL,
+            f"{_names([b.name for b in batch])} keeps the GPU busy: interactive work "
+            f"({_names(inter_names)}) about {worst:.1f}x slower",
+        )
+
+    if verdict == OK and worst >= 1.5:
+        victim = max(slowdown, key=lambda k: slowdown[k])
+        flag(CAREFUL, f"bursty workloads overlap often enough to slow {victim} about {worst:.1f}x")
+
+    if verdict == OK:
+        if not glist:
+            reasons.append("nothing in the plan uses the GPU")
+        elif len(glist) == 1:
+            g = glist[0]
+            if len(g.loads) > 1:
+                reasons.append(f"{g.label}: sequential stages, each gets all {sms} SMs during its turn")
+            elif g.loads[0].gpu_use == "sustained":
+                reasons.append(
+                    f"{g.label} has all {sms} SMs to itself: keep other GPU work off while it runs"
+                )
+            else:
+                reasons.append(f"{g.label} has the GPU to itself")
+        else:
+            reasons.append(
+                f"light, bursty workloads: their bursts rarely overlap (about {worst:.1f}x slower "
+                f"on average at worst)"
+            )
+    return ComputeVerdict(
+        verdict=verdict, reason=reasons[0], reasons=reasons, slowdown=slowdown, decode_shared=decode_shared
+    )

@@ -1,0 +1,279 @@
+"""evaluate(plan, baseline): every workload's estimate, the total, and the fit and compute verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparktop.analysis.estimate import (
+    GB,
+    Estimate,
+    Range,
+    estimate_fixed,
+    estimate_inference,
+    estimate_training,
+    fmt_gb,
+    system_base,
+)
+from sparktop.analysis.verdict import (
+    DEFAULT_SM_COUNT,
+    HEAVY_BYTES_PER_TOKEN,
+    SPARK_POOL,
+    ComputeVerdict,
+    FitVerdict,
+    GpuLoad,
+    Lines,
+    compute_verdict,
+    fit_verdict,
+)
+from sparktop.catalog.loader import Catalog
+from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
+
+if TYPE_CHECKING:
+    from sparktop.model import Snapshot
+
+UNITS = "GB (1e9 bytes)"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the machine holds before the plan starts: a live reading, or a clean machine (Linux + Docker)."""
+
+    used: Range  # bytes
+    pool: float = SPARK_POOL  # bytes
+    source: str = "clean"  # "clean" | "live"
+    sm_count: int = DEFAULT_SM_COUNT
+    description: str = "clean machine: Linux + Docker daemon only"
+
+    @classmethod
+    def clean(cls, pool: float = SPARK_POOL, sm_count: int = DEFAULT_SM_COUNT) -> Baseline:
+        return cls(used=system_base(), pool=pool, source="clean", sm_count=sm_count)
+
+    @classmethod
+    def from_snapshot(cls, snap: Snapshot) -> Baseline:
+        mem = snap.memory
+        sm = next((g.sm_count for g in snap.gpu.gpus if g.sm_count), None) if snap.gpu else None
+        return cls(
+            used=Range.exact(float(mem.used)),
+            pool=float(mem.total),
+            source="live",
+            sm_count=sm or DEFAULT_SM_COUNT,
+            description=f"live: {fmt_gb(mem.used)} in use now (MemTotal - MemAvailable) on "
+            f"{snap.hostname or 'this machine'}",
+        )
+
+
+@dataclass
+class ItemResult:
+    uid: int
+    name: str
+    workload: Workload
+    estimate: Estimate
+    slowdown: float | None = None  # expected, while the rest of the plan runs
+    decode_shared: Range | None = None  # tok/s when every other decoder answers at the same moment
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> Range:
+        return self.estimate.total
+
+    @property
+    def decode(self) -> Range | None:
+        return self.estimate.decode
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.workload
+        params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in w.values.items() if k != "label"}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "entry": w.entry.name if w.entry else None,
+            "kind": w.kind,
+            "engine": w.engine,
+            "gpu_use": w.gpu_use,
+            "gb": self.total.in_gb(),
+            "breakdown": [
+                {"label": p.label, "gb": p.bytes.in_gb(), "detail": p.detail} for p in self.estimate.parts
+            ],
+            "decode_tok_s": self.decode.as_dict(1) if self.decode else None,
+            "decode_shared_tok_s": self.decode_shared.as_dict(1) if self.decode_shared else None,
+            "slowdown": self.slowdown,
+            "reference_gb": _range_dict(w.entry.reference_gb) if w.entry and w.entry.reference_gb else None,
+            "params": params,
+            "notes": list(self.estimate.notes),
+            "warnings": list(self.warnings),
+        }
+        return out
+
+
+def _range_dict(t: tuple[float, float, float]) -> dict[str, float]:
+    return {"low": t[0], "mid": t[1], "high": t[2]}
+
+
+@dataclass
+class Evaluation:
+    baseline: Baseline
+    items: list[ItemResult]
+    lines: Lines
+    fit: FitVerdict
+    compute: ComputeVerdict
+    notes: list[str] = field(default_factory=list)  # warnings and assumptions beyond the two verdicts
+
+    @property
+    def total(self) -> Range:
+        return self.fit.total
+
+    @property
+    def reasons(self) -> list[str]:
+        """Every reason in a sentence: the fit, the compute verdict's reasons, then the notes."""
+        return [f"memory: {self.fit.reason}", *(f"compute: {r}" for r in self.compute.reasons), *self.notes]
+
+    def to_dict(self) -> dict[str, Any]:
+        fit = self.fit
+        return {
+            "units": UNITS,
+            "baseline_gb": round(self.baseline.used.mid / GB, 2),
+            "baseline": {
+                "source": self.baseline.source,
+                "gb": self.baseline.used.in_gb(),
+                "description": self.baseline.description,
+                "pool_gb": round(self.baseline.pool / GB, 2),
+                "sm_count": self.baseline.sm_count,
+            },
+            "lines_gb": {
+                "safe": round(self.lines.safe / GB, 2),
+                "aggressive": round(self.lines.aggressive / GB, 2),
+                "pool": round(self.lines.pool / GB, 2),
+                "scaled": self.lines.scaled,
+            },
+            "items": [i.to_dict() for i in self.items],
+            "total_gb": self.total.in_gb(),
+            "fit": fit.verdict,
+            "fit_detail": {
+                "reason": fit.reason,
+                "culprit": fit.culprit,
+                "line_crossed": fit.line_crossed,
+                "excess_gb": round(max(0.0, fit.excess) / GB, 2),
+                "enough_to_drop": fit.enough_to_drop,
+                "high_verdict": fit.high_verdict,
+            },
+            "compute": self.compute.verdict,
+            "compute_detail": {
+                "reason": self.compute.reason,
+                "reasons": self.compute.reasons,
+                "slowdown": self.compute.slowdown,
+            },
+            "reasons": self.reasons,
+        }
+
+
+def estimate_workload(w: Workload, catalog: Catalog, pool: float = SPARK_POOL) -> Estimate:
+    """The memory estimate of one resolved workload."""
+    if w.fixed or w.model is None:
+        lo, mid, hi = w.values["memory_gb"]
+        measured = "memory_gb" in w.explicit
+        source = w.entry.source if w.entry else ""
+        detail = (
+            "given in the plan"
+            if measured
+            else "reference table"
+            if source == "reference"
+            else "catalog figure"
+        )
+        return estimate_fixed(Range.gb(lo, mid, hi), "footprint", detail, gpu=w.gpu_use != "none")
+    arch = w.model.arch
+    if w.kind == "training":
+        return estimate_training(
+            arch,
+            method=w.values["method"],
+            batch=w.values["batch"],
+            seq_len=w.values["seq_len"],
+            precision=w.values["precision"],
+            optimizer=w.values["optimizer"],
+            gradient_checkpointing=w.values["gradient_checkpointing"],
+            efficient_attention=w.values["efficient_attention"],
+            lora_rank=w.values.get("lora_rank", 16),
+        )
+    quant = catalog.quant(w.values["quant"])
+    assert quant is not None
+    kv = catalog.kv_dtype(w.values["kv_dtype"])
+    assert kv is not None
+    # A real file size counts only for the format it was measured in.
+    weights = None
+    entry = w.entry
+    if (
+        entry
+        and entry.weights_bytes
+        and entry.fields.get("quant", w.model.native_quant) == quant.name
+        and (entry.fields.get("model") == w.model.name)
+    ):
+        weights = entry.weights_bytes
+    elif w.model.weights_bytes and w.model.native_quant == quant.name:
+        weights = w.model.weights_bytes
+    return estimate_inference(
+        arch,
+        engine=w.values["engine"],
+        bits_per_weight=quant.bits,
+        quant=quant.name,
+        weights_bytes=weights,
+        context=w.values["context"],
+        parallel=w.values["parallel"],
+        kv_bytes_per_element=kv.bytes,
+        kv_dtype=kv.name,
+        flash_attention=w.get("flash_attention", True),
+        gpu_memory_utilization=w.get("gpu_memory_utilization", 0.9),
+        pool_bytes=pool,
+    )
+
+
+def _load(w: Workload, est: Estimate, name: str) -> GpuLoad:
+    group = f"pipeline:{w.pipeline}" if w.gpu_use == "pipeline" else f"item:{w.uid}"
+    bpt = est.bytes_per_token if w.kind == "inference" and w.model is not None else None
+    if bpt is not None:
+        heavy = bpt >= HEAVY_BYTES_PER_TOKEN
+    else:
+        heavy = w.kind == "inference" and est.total.mid >= HEAVY_BYTES_PER_TOKEN
+    return GpuLoad(name=name, gpu_use=w.gpu_use, duty=w.duty, group=group, bytes_per_token=bpt, heavy=heavy)
+
+
+def evaluate(plan: Plan, baseline: Baseline | None = None) -> Evaluation:
+    """Estimates and verdicts for the whole plan on top of `baseline` (a clean machine when None)."""
+    baseline = baseline or Baseline.clean()
+    lines = Lines.for_pool(baseline.pool)
+    items: list[ItemResult] = []
+    ollama_default = False  # an Ollama model estimated at the assumed default context
+    names_seen: dict[str, int] = {}
+    for w in plan.workloads():
+        est = estimate_workload(w, plan.catalog, baseline.pool)
+        name = w.name
+        names_seen[name] = names_seen.get(name, 0) + 1
+        if names_seen[name] > 1:
+            name = f"{name} #{names_seen[name]}"
+        result = ItemResult(uid=w.uid, name=name, workload=w, estimate=est)
+        result.warnings += est.warnings
+        if w.ignored:
+            result.warnings.append(f"ignored: {', '.join(w.ignored)} (not used by this kind of workload)")
+        context_set = "context" in w.explicit or (w.entry is not None and "context" in w.entry.fields)
+        ollama_default |= w.engine == "ollama" and w.model is not None and not context_set
+        items.append(result)
+
+    compute = compute_verdict([_load(r.workload, r.estimate, r.name) for r in items], baseline.sm_count)
+    for r in items:
+        r.slowdown = compute.slowdown.get(r.name)
+        r.decode_shared = compute.decode_shared.get(r.name)
+
+    fit = fit_verdict(baseline.used, [(r.name, r.total) for r in items], lines)
+    notes: list[str] = []
+    if lines.scaled:
+        notes.append(
+            f"this machine's pool is {fmt_gb(lines.pool)}: the safe and aggressive lines are "
+            f"scaled from 80/100 of 128 GB"
+        )
+    for r in items:
+        notes += [f"{r.name}: {warning}" for warning in r.warnings]
+    if ollama_default:
+        notes.append(
+            f"Ollama models are estimated at a {OLLAMA_DEFAULT_CONTEXT}-token context; Ollama 0.15.5+ "
+            f"defaults to {OLLAMA_AUTO_CONTEXT} on a Spark (48 GiB or more of GPU memory) unless "
+            f"OLLAMA_CONTEXT_LENGTH or num_ctx is set: check `ollama ps`, and set context to what it shows"
+        )
+    return Evaluation(baseline=baseline, items=items, lines=lines, fit=fit, compute=compute, notes=notes)

@@ -1,0 +1,297 @@
+"""`sparktop plan`: will these workloads fit, and will they fight for the GPU? A launch guard:
+
+    sparktop plan llama3.1:70b faster-whisper-large-v3 && docker compose up -d
+
+Exit status: 0 fits, 1 tight, 2 OOM risk or won't fit, 3 bad input. Workloads are catalog names
+(forgiving case, spaces and underscores), optionally with parameters: `llama3.1:70b,context=32768,parallel=2`;
+or a plan file (--file), the same TOML the What-if tab saves. Figures are decimal GB (1e9 bytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from sparktop.analysis.estimate import BANDWIDTH, GB
+from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
+from sparktop.catalog.loader import Catalog, load_catalog
+from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
+
+if TYPE_CHECKING:
+    from sparktop.model import Snapshot
+
+EXIT_FITS, EXIT_TIGHT, EXIT_OOM, EXIT_BAD_INPUT = 0, 1, 2, 3
+EXIT_CODES = {FITS: EXIT_FITS, TIGHT: EXIT_TIGHT, OOM_RISK: EXIT_OOM, WONT_FIT: EXIT_OOM}
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    parser.print_usage(sys.stderr)
+    parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message}\n")
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `plan` subcommand's arguments. Usage errors on this parser exit with 3 (bad input), not argparse's
+    2, which here means "OOM risk"."""
+    parser.description = parser.description or __doc__.split("\n\n")[0]
+    parser.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        help="catalog name, optionally with parameters: NAME,key=value,...",
+    )
+    parser.add_argument(
+        "--file", "-f", type=Path, metavar="PLAN.toml", help="a plan file ([[workload]] tables)"
+    )
+    parser.add_argument(
+        "--clean",
+        action="store_true",
+        help="plan for a clean machine (system overhead only) instead of what runs now",
+    )
+    parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show how each figure was computed")
+    parser.add_argument(
+        "--list",
+        nargs="?",
+        const="",
+        metavar="FILTER",
+        dest="list_filter",
+        help="list catalog workloads (matching FILTER) and exit",
+    )
+    parser.add_argument("--save", type=Path, metavar="PLAN.toml", help="also write the plan to this file")
+    parser.add_argument(
+        "--catalog",
+        type=Path,
+        metavar="CATALOG.toml",
+        help="user catalog (default: $XDG_CONFIG_HOME/sparktop/catalog.toml)",
+    )
+    parser.add_argument(
+        "--no-discover",
+        action="store_true",
+        help="do not look for local models (Ollama, Hugging Face cache, GGUF files)",
+    )
+    parser.error = lambda message: _usage_error(parser, message)  # type: ignore[method-assign]
+
+
+def _live_snapshot() -> Snapshot:
+    from sparktop.collect.sampler import LiveSource
+
+    source = LiveSource()
+    try:
+        return source.sample()
+    finally:
+        close = getattr(source, "close", None)
+        if close:
+            close()
+
+
+def parse_workload_arg(text: str) -> tuple[str, dict[str, str]]:
+    """`NAME,key=value,...` -> (NAME, {key: value})."""
+    name, *pairs = text.split(",")
+    params: dict[str, str] = {}
+    for pair in pairs:
+        if not pair.strip():
+            continue
+        if "=" not in pair:
+            raise PlanError(f"expected key=value after the name in {text!r}, got {pair!r}")
+        key, value = pair.split("=", 1)
+        params[key.strip()] = value.strip()
+    if not name.strip():
+        raise PlanError(f"no workload name in {text!r}")
+    return name.strip(), params
+
+
+def build_plan(catalog: Catalog, workloads: Sequence[str], file: Path | None) -> Plan:
+    plan = load_plan(file, catalog) if file else Plan(catalog)
+    for arg in workloads:
+        name, params = parse_workload_arg(arg)
+        try:
+            plan.add(name, **params)
+        except PlanError as exc:
+            raise exc.located(arg, None) from None
+    return plan
+
+
+# --- output -------------------------------------------------------------------------------------------------
+
+
+def kind_label(kind: str, engine: str | None) -> str:
+    """What the KIND column shows: the engine of an inference workload ("llm" for a generic server)."""
+    if kind != "inference":
+        return kind
+    return "llm" if engine in (None, "other") else engine
+
+
+def _g(value: float) -> str:
+    return f"{value / GB:.1f}"
+
+
+def _part_g(value: float) -> str:
+    gb = value / GB
+    return f"{gb:.2f}" if gb < 10 else f"{gb:.1f}"
+
+
+def render(ev: Evaluation, verbose: bool = False) -> str:
+    b = ev.baseline
+    lines = ev.lines
+    out: list[str] = []
+    head = "clean machine (Linux + Docker only)" if b.source == "clean" else b.description
+    out.append(
+        f"What-if: {head}, pool {_g(lines.pool).removesuffix('.0')} GB, lines "
+        f"{_g(lines.safe).removesuffix('.0')} / {_g(lines.aggressive).removesuffix('.0')} GB; GB = 1e9 bytes"
+    )
+    out.append("")
+    width = max([len("WORKLOAD"), *(len(r.name) for r in ev.items)]) + 2
+    width = min(width, 48)
+    header = f"  {'WORKLOAD':<{width}}{'KIND':<11}{'GPU USE':<13}{'LOW':>7}{'MID':>7}{'HIGH':>7}  DECODE"
+    out.append(header)
+    for r in ev.items:
+        w = r.workload
+        kind = kind_label(w.kind, w.engine)
+        t = r.total
+        decode = ""
+        if r.decode:
+            decode = f"~{r.decode.mid:.0f} tok/s" if r.decode.mid >= 10 else f"~{r.decode.mid:.1f} tok/s"
+        name = r.name if len(r.name) < width - 1 else r.name[: width - 2] + "~"
+        out.append(
+            f"  {name:<{width}}{kind:<11}{w.gpu_use:<13}{_g(t.low):>7}{_g(t.mid):>7}{_g(t.high):>7}  "
+            f"{decode}".rstrip()
+        )
+        if verbose:
+            for p in r.estimate.parts:
+                detail = f"  ({p.detail})" if p.detail else ""
+                out.append(f"      {p.label} {_part_g(p.bytes.mid)}{detail}")
+            for note in r.estimate.notes:
+                out.append(f"      note: {note}")
+        else:
+            out.append("      " + " + ".join(f"{p.label} {_part_g(p.bytes.mid)}" for p in r.estimate.parts))
+        if w.entry and w.entry.reference_gb and not w.fixed:
+            lo, _, hi = w.entry.reference_gb
+            ref = f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+            out.append(f"      (reference table: ~{ref} GB)")
+    base_label = "baseline: Linux + Docker daemon" if b.source == "clean" else "baseline: in use now"
+    bu = b.used
+    out.append(f"  {base_label:<{width + 24}}{_g(bu.low):>7}{_g(bu.mid):>7}{_g(bu.high):>7}")
+    t = ev.total
+    out.append(f"  {'TOTAL':<{width + 24}}{_g(t.low):>7}{_g(t.mid):>7}{_g(t.high):>7}")
+    out.append("")
+    out.append(f"  Memory   {ev.fit.verdict.upper():<10}{ev.fit.reason}")
+    out.append(f"  Compute  {ev.compute.verdict.upper():<10}{ev.compute.reason}")
+    for extra in ev.compute.reasons[1:]:
+        out.append(f"  {'':<19}{extra}")
+    slow = [f"{r.name} ~{r.slowdown:.1f}x" for r in ev.items if r.slowdown and r.slowdown > 1.05]
+    if slow:
+        out.append(f"  Slowdown {'':<10}{', '.join(slow)} (expected, while the rest of the plan runs)")
+    shared = [
+        f"{r.name} ~{r.decode_shared.mid:.1f} tok/s"
+        for r in ev.items
+        if r.decode_shared and r.decode and r.decode_shared.mid < r.decode.mid * 0.95
+    ]
+    if shared:
+        out.append(
+            f"  Decoding {'':<10}all at once: {', '.join(shared)} (they share {BANDWIDTH / GB:.0f} GB/s)"
+        )
+    if ev.notes:
+        out.append("")
+        out.append("  Notes:")
+        out += [f"  - {n}" for n in ev.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_list(catalog: Catalog, filter_text: str) -> str:
+    entries = catalog.list(filter_text)
+    if not entries:
+        return f"no catalog workload matches {filter_text!r}\n"
+    plan = Plan(catalog)
+    rows = []
+    for entry in entries:
+        try:
+            item = plan.add(entry.name)
+            ev = evaluate(Plan(catalog, [item]))
+            gb = f"{ev.items[0].total.mid / GB:.1f}"
+        except PlanError:
+            gb = "?"
+        kind = kind_label(entry.kind, entry.engine)
+        rows.append((entry.name, kind, gb, entry.source, entry.description))
+    width = min(max(len(r[0]) for r in rows) + 2, 48)
+    out = [f"{'NAME':<{width}}{'KIND':<11}{'GB':>7}  {'SOURCE':<14}DESCRIPTION"]
+    for name, kind, gb, source, desc in rows:
+        out.append(f"{name:<{width}}{kind:<11}{gb:>7}  {source:<14}{desc}")
+    return "\n".join(out) + "\n"
+
+
+# --- entry points ------------------------------------------------------------------------------------------
+
+
+def _fail(message: str, as_json: bool, suggestions: list[str] | None = None) -> int:
+    print(f"sparktop plan: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "suggestions": suggestions or []}))
+    return EXIT_BAD_INPUT
+
+
+def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
+    """Run `sparktop plan` with parsed arguments. `baseline_provider` returns the live snapshot (default: a
+    LiveSource sample); --clean does without it."""
+    as_json = bool(getattr(args, "json", False))
+    user_catalog = getattr(args, "catalog", None)
+    if user_catalog is not None and not Path(user_catalog).is_file():
+        return _fail(f"no catalog file {user_catalog}", as_json)
+    try:
+        catalog = load_catalog(user_catalog, discover=not getattr(args, "no_discover", False))
+    except Exception as exc:  # a broken install: say so, do not trace back
+        return _fail(f"cannot load the catalog: {exc}", as_json)
+    for error in catalog.errors:
+        print(f"sparktop plan: catalog: {error}", file=sys.stderr)
+
+    if getattr(args, "list_filter", None) is not None:
+        sys.stdout.write(render_list(catalog, args.list_filter))
+        return 0
+
+    try:
+        plan = build_plan(catalog, args.workloads or [], getattr(args, "file", None))
+    except PlanError as exc:
+        return _fail(str(exc), as_json, exc.suggestions)
+    if not len(plan):
+        return _fail("nothing to plan: name workloads (see --list) or give --file PLAN.toml", as_json)
+
+    baseline: Baseline
+    fallback_note = None
+    if args.clean:
+        baseline = Baseline.clean()
+    else:
+        try:
+            snap = (baseline_provider or _live_snapshot)()
+            baseline = Baseline.from_snapshot(snap)
+        except Exception as exc:
+            fallback_note = f"live baseline unavailable ({exc}): planned for a clean machine"
+            print(f"sparktop plan: {fallback_note}", file=sys.stderr)
+            baseline = Baseline.clean()
+
+    ev = evaluate(plan, baseline)
+    if fallback_note:
+        ev.notes.append(fallback_note)
+    if getattr(args, "save", None):
+        try:
+            save_plan(plan, args.save)
+        except OSError as exc:
+            return _fail(f"cannot write {args.save}: {exc.strerror or exc}", as_json)
+    if as_json:
+        print(json.dumps(ev.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render(ev, verbose=getattr(args, "verbose", False)))
+    return EXIT_CODES[ev.fit.verdict]
+
+
+def main(argv: Sequence[str] | None = None, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sparktop plan")
+    add_plan_arguments(parser)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    return run_plan(args, baseline_provider)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""`sparktop plan` through its CLI: the reference's scenarios A-G and decision matrix, exit codes, JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparktop.analysis.estimate import GB
+from sparktop.model import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.plan_cli import EXIT_BAD_INPUT, main, parse_workload_arg
+
+REPO = Path(__file__).resolve().parents[2]
+
+AUDIO = ["faster-whisper-large-v3", "llama3.1:8b", "f5-tts"]
+DEVSTRAL = "devstral-small-2-bf16"  # Ollama: Devstral Small 2 (24B BF16)
+CODER_32B = "qwen2.5-coder-32b-bf16"  # Ollama: Qwen 2.5 Coder 32B (BF16)
+
+# Section 3 of the reference: workloads, its total, its verdict (and the compute verdict of section 8).
+SCENARIOS = {
+    "A": (AUDIO, 15, "fits", "ok"),
+    "B": (["qwen2.5-omni-3b"], 12, "fits", "ok"),
+    "C": ([*AUDIO, DEVSTRAL], 65, "fits", "careful"),
+    "D": (["faster-whisper-large-v3", "llama3.1:70b", "f5-tts"], 52, "fits", "careful"),
+    "E": (["ssd-tetris", *AUDIO], 29, "fits", "no"),
+    "F": (["ssd-tetris-large-batch", CODER_32B], 85, "tight", "no"),
+    "G": (
+        ["ssd-tetris", "qwen2.5-omni-3b", "chatterbox-tts", "llama3.1:70b", DEVSTRAL],
+        120,
+        "OOM risk",
+        "no",
+    ),
+}
+TOLERANCE_GB = 3.0  # "memory totals within a few GB"
+
+# Section 8, the decision matrix: workloads, the GB it gives (None: none given), memory verdicts that read as
+# its "Memory OK?" ("Maybe" is tight or OOM risk), compute verdict.
+MATRIX = {
+    "Run audio pipeline alone": (AUDIO, 15, {"fits"}, "ok"),
+    "Run Omni all-in-one": (["qwen2.5-omni-3b"], 8, {"fits"}, "ok"),  # the model alone, see below
+    "Audio + coding agent (24B)": ([*AUDIO, DEVSTRAL], 65, {"fits"}, "careful"),
+    "Audio + 70B LLM": (SCENARIOS["D"][0], 55, {"fits"}, "careful"),
+    "Tetris training alone": (["ssd-tetris"], 15, {"fits"}, "ok"),
+    "Tetris + audio": (["ssd-tetris", *AUDIO], 29, {"fits"}, "no"),
+    "Tetris + coding agent": (["ssd-tetris-large-batch", CODER_32B], None, {"tight"}, "no"),
+    "Two big LLMs simultaneously": (["llama3.1:70b", DEVSTRAL], None, {"tight", "OOM risk"}, "no"),
+    "Everything at once": (SCENARIOS["G"][0], None, {"OOM risk", "won't fit"}, "no"),
+}
+EXIT = {"fits": 0, "tight": 1, "OOM risk": 2, "won't fit": 2}
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """No user catalog and no local models from the machine running the tests."""
+    for key in (
+        "HF_HOME",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "LLAMA_CACHE",
+        "SPARKTOP_GGUF_PATH",
+        "XDG_CACHE_HOME",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("OLLAMA_MODELS", str(tmp_path / "no-ollama"))
+    return tmp_path
+
+
+def run_json(capsys, *argv: str) -> tuple[int, dict]:
+    code = main(["--clean", "--json", *argv])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_reference_scenarios(capsys, scenario):
+    workloads, total, fit, compute = SCENARIOS[scenario]
+    code, data = run_json(capsys, *workloads)
+    assert abs(data["total_gb"]["mid"] - total) <= TOLERANCE_GB, (scenario, data["total_gb"])
+    assert data["fit"] == fit
+    assert data["compute"] == compute
+    assert code == EXIT[fit]
+    assert len(data["items"]) == len(workloads)
+
+
+@pytest.mark.parametrize("row", list(MATRIX))
+def test_decision_matrix(capsys, row):
+    workloads, gb, fits, compute = MATRIX[row]
+    code, data = run_json(capsys, *workloads)
+    if gb is not None:
+        # "Run Omni all-in-one: Yes (8 GB)" is the model's own footprint; the others are totals
+        figure = data["items"][0]["gb"]["mid"] if row == "Run Omni all-in-one" else data["total_gb"]["mid"]
+        assert abs(figure - gb) <= TOLERANCE_GB, (row, figure)
+    assert data["fit"] in fits, row
+    assert data["compute"] == compute, row
+    assert code == EXIT[data["fit"]]
+
+
+def test_scenario_reasons(capsys):
+    _, e = run_json(capsys, *SCENARIOS["E"][0])
+    assert "ssd-tetris saturates the 48 SMs: interactive inference" in e["reasons"][1]
+    assert all(i["slowdown"] >= 3 for i in e["items"] if i["gpu_use"] != "sustained")
+    _, f = run_json(capsys, *SCENARIOS["F"][0])
+    assert f["fit_detail"]["culprit"] == "qwen2.5-coder:32b-instruct-fp16"
+    assert 0 < f["fit_detail"]["excess_gb"] < 10
+    _, g = run_json(capsys, *SCENARIOS["G"][0])
+    assert g["fit_detail"]["line_crossed"] == "aggressive"
+    assert g["fit_detail"]["culprit"] == "devstral-small-2:24b-instruct-2512-fp16"
+    _, two = run_json(capsys, "llama3.1:70b", DEVSTRAL)
+    assert "big decoders" in two["compute_detail"]["reason"]
+    assert two["items"][0]["decode_shared_tok_s"]["mid"] < two["items"][0]["decode_tok_s"]["mid"] / 1.8
+
+
+def test_decode_speeds_in_the_output(capsys):
+    _, data = run_json(capsys, "llama3.1:70b", "llama3.1:8b")
+    big, small = data["items"]
+    assert 2 <= big["decode_tok_s"]["mid"] <= 3  # reference: 70B Q4 ~2-3 tok/s
+    assert 20 <= small["decode_tok_s"]["mid"] <= 30  # reference: 8B ~20-30 tok/s
+
+
+def test_human_output(capsys):
+    code = main(["--clean", *SCENARIOS["F"][0]])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "Memory   TIGHT" in out and "Compute  NO" in out and "GB = 1e9 bytes" in out
+    assert "qwen2.5-coder:32b-instruct-fp16" in out and "weights 65.5" in out
+    assert "(reference table: ~64 GB)" in out
+    main(["--clean", "-v", "llama3.1:8b"])
+    verbose = capsys.readouterr().out
+    assert "KV cache 0.54  (2 x 32 layers x 8 KV heads x 128 x 4096 ctx" in verbose
+
+
+def test_parameters_on_the_command_line(capsys):
+    _, base = run_json(capsys, "llama3.1:70b")
+    _, long = run_json(capsys, "llama3.1:70b,context=32768,parallel=2")
+    assert long["total_gb"]["mid"] - base["total_gb"]["mid"] == pytest.approx(
+        327_680 * (65536 - 4096) / GB, abs=0.5
+    )
+    assert long["items"][0]["params"]["context"] == 32768
+    assert parse_workload_arg("x,a=1, b = two") == ("x", {"a": "1", "b": "two"})
+
+
+def test_plan_file(capsys, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[[workload]]\nname = "llama3.1:70b"\ncontext = 32768\n\n[[workload]]\nkind = "training"\n'
+        'model = "Qwen/Qwen3-0.6B"\nmethod = "sft"\nbatch = 8\nseq_len = 1024\nprecision = "bf16"\n'
+        'optimizer = "adamw"\n'
+    )
+    code, data = run_json(capsys, "--file", str(plan), "faster-whisper-large-v3")
+    assert [i["name"] for i in data["items"]] == ["llama3.1:70b", "sft qwen3-0.6b", "faster-whisper-large-v3"]
+    assert data["compute"] == "no" and code == EXIT[data["fit"]]
+
+
+def test_save_writes_a_plan_that_loads_back(capsys, tmp_path):
+    out = tmp_path / "saved.toml"
+    main(["--clean", "--save", str(out), "llama3.1:70b,context=16384", "f5-tts"])
+    capsys.readouterr()
+    assert out.read_text().count("[[workload]]") == 2
+    code, data = run_json(capsys, "--file", str(out))
+    assert data["items"][0]["params"]["context"] == 16384 and code == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lama3.1:70b"],
+        ["llama3.1:70b,context=huge"],
+        ["llama3.1:70b,context"],
+        ["--file", "/nonexistent/plan.toml"],
+        [],
+    ],
+)
+def test_bad_input_exits_3(capsys, argv):
+    assert main(["--clean", *argv]) == EXIT_BAD_INPUT
+    assert "sparktop plan:" in capsys.readouterr().err
+
+
+def test_unknown_name_did_you_mean(capsys):
+    code = main(["--clean", "--json", "faster-wisper-large-v3"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "did you mean faster-whisper-large-v3" in captured.err
+    assert json.loads(captured.out)["suggestions"][0] == "faster-whisper-large-v3"
+
+
+def test_list(capsys):
+    assert main(["--list", "tts"]) == 0
+    out = capsys.readouterr().out
+    assert "f5-tts" in out and "chatterbox-tts" in out and "llama3.1:8b" not in out
+
+
+def test_live_baseline_comes_from_the_provider(capsys):
+    total = int(128.5 * GB)
+
+    def provider() -> Snapshot:
+        gpu = GpuReport(available=True, gpus=[GpuState(index=0, name="NVIDIA GB10", sm_count=48)])
+        mem = HostMemory(total=total, available=total - int(50 * GB), free=0)
+        return Snapshot(timestamp=time.time(), memory=mem, gpu=gpu)
+
+    code = main(["--json", "llama3.1:70b"], baseline_provider=provider)
+    data = json.loads(capsys.readouterr().out)
+    assert data["baseline"]["source"] == "live" and data["baseline_gb"] == pytest.approx(50, abs=0.01)
+    assert data["fit"] == "tight" and code == 1  # 50 GB in use + 45 GB
+
+
+def test_a_failing_live_baseline_falls_back_to_clean_and_says_so(capsys):
+    def broken() -> Snapshot:
+        raise RuntimeError("no /proc")
+
+    code = main(["--json", "f5-tts"], baseline_provider=broken)
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert code == 0 and data["baseline"]["source"] == "clean"
+    assert "live baseline unavailable (no /proc)" in captured.err
+    assert any("live baseline unavailable" in r for r in data["reasons"])
+
+
+def test_catalog_errors_are_warnings_not_failures(capsys, isolated):
+    cfg = isolated / "config" / "sparktop" / "catalog.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(
+        '[[workload]]\nname = "mine"\nmemory_gb = "lots"\n\n[[workload]]\nname = "ours"\nmemory_gb = 2\n'
+    )
+    code = main(["--clean", "ours"])
+    captured = capsys.readouterr()
+    assert code == 0 and f"{cfg}:3: field 'memory_gb'" in captured.err
+
+
+# --- as a real process: what `sparktop plan ... && docker compose up` sees ----------------------------------
+
+
+def run_cli(*argv: str, env_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HOME": str(env_dir / "home"),
+        "XDG_CONFIG_HOME": str(env_dir / "config"),
+        "OLLAMA_MODELS": str(env_dir / "none"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "sparktop.plan_cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (SCENARIOS["A"][0], 0),
+        (SCENARIOS["F"][0], 1),
+        (SCENARIOS["G"][0], 2),
+        (["llama3.1:70b-instruct-fp16"], 2),  # 141 GB: won't fit
+        (["no-such-model"], 3),
+        (["--bogus-flag"], 3),  # a usage error is bad input, not argparse's 2 ("OOM risk" here)
+    ],
+)
+def test_exit_codes_in_a_subprocess(isolated, argv, code):
+    result = run_cli("--clean", *argv, env_dir=isolated)
+    assert result.returncode == code, result.stderr
+
+
+def test_json_schema_in_a_subprocess(isolated):
+    result = run_cli("--clean", "--json", *SCENARIOS["C"][0], env_dir=isolated)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {"baseline_gb", "items", "total_gb", "fit", "compute", "reasons"} <= set(data)
+    assert isinstance(data["baseline_gb"], float)
+    for item in data["items"]:
+        assert {"name", "kind", "gb"} <= set(item) and set(item["gb"]) == {"low", "mid", "high"}
+        assert item["gb"]["low"] <= item["gb"]["mid"] <= item["gb"]["high"]
+    assert set(data["total_gb"]) == {"low", "mid", "high"}
+    assert data["fit"] in ("fits", "tight", "OOM risk", "won't fit")
+    assert data["compute"] in ("ok", "careful", "no")
+    assert all(isinstance(r, str) and r for r in data["reasons"])

@@ -1,0 +1,156 @@
+"""Fit lines and the compute rules (the reference's decision matrix plus the duty-cycle model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparktop.analysis.estimate import GB, Range, decode_rate
+from sparktop.analysis.verdict import (
+    CAREFUL,
+    FITS,
+    NO,
+    OK,
+    OOM_RISK,
+    TIGHT,
+    WONT_FIT,
+    GpuLoad,
+    Lines,
+    compute_verdict,
+    fit_verdict,
+)
+
+# --- fit ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("total_gb", "verdict"),
+    [
+        (15, FITS),
+        (80, FITS),
+        (80.01, TIGHT),
+        (100, TIGHT),
+        (100.01, OOM_RISK),
+        (128, OOM_RISK),
+        (128.01, WONT_FIT),
+    ],
+)
+def test_lines_on_a_spark(total_gb, verdict):
+    assert Lines().classify(total_gb * GB) == verdict
+
+
+def test_lines_follow_the_live_pool():
+    spark = Lines.for_pool(128.5 * GB)  # MemTotal on a Spark is about 119.7 GiB = 128.5 GB
+    assert (spark.safe, spark.aggressive, spark.pool, spark.scaled) == (80 * GB, 100 * GB, 128.5 * GB, False)
+    small = Lines.for_pool(64 * GB)
+    assert (
+        small.scaled and small.safe == pytest.approx(40 * GB) and small.aggressive == pytest.approx(50 * GB)
+    )
+
+
+def test_fit_names_the_workload_that_pushes_it_over_and_how_much_must_go():
+    items = [("a", Range.gb(30)), ("b", Range.gb(40)), ("c", Range.gb(15))]
+    v = fit_verdict(Range.gb(3), items, Lines())
+    assert v.verdict == TIGHT and v.total.mid == 88 * GB
+    assert v.culprit == "c" and v.line_crossed == "safe"
+    assert v.excess == pytest.approx(8 * GB)
+    assert v.enough_to_drop[0] == "c"  # the smallest workload that alone would be enough
+    assert "c pushes it over the safe line" in v.reason and "8 GB would have to go" in v.reason
+
+
+def test_fit_over_the_pool_and_the_high_estimate():
+    v = fit_verdict(Range.gb(3), [("huge", Range.gb(141))], Lines())
+    assert v.verdict == WONT_FIT and v.line_crossed == "pool" and v.culprit == "huge"
+    near = fit_verdict(Range.gb(3), [("x", Range(70 * GB, 75 * GB, 90 * GB))], Lines())
+    assert near.verdict == FITS and near.high_verdict == TIGHT
+    assert "with every high estimate" in near.reason
+
+
+def test_fit_that_fits_says_the_headroom():
+    v = fit_verdict(Range.gb(3), [("x", Range.gb(12))], Lines())
+    assert v.verdict == FITS and v.culprit is None and v.excess == 0
+    assert "65 GB to spare" in v.reason
+
+
+# --- compute ------------------------------------------------------------------------------------------------
+
+
+def load(name, use, duty=None, group=None, bpt=None, heavy=False):
+    default = {"sustained": 1.0, "batch": 0.8, "interactive": 0.3, "pipeline": 0.2, "none": 0.0}[use]
+    return GpuLoad(name, use, default if duty is None else duty, group or f"item:{name}", bpt, heavy)
+
+
+def test_training_alone_is_ok():
+    v = compute_verdict([load("tetris", "sustained")])
+    assert v.verdict == OK and "all 48 SMs to itself" in v.reason
+
+
+def test_training_with_interactive_inference_is_no():
+    v = compute_verdict(
+        [
+            load("tetris", "sustained"),
+            load("whisper", "pipeline", group="pipeline:audio"),
+            load("tts", "pipeline", group="pipeline:audio"),
+            load("llm", "interactive"),
+        ]
+    )
+    assert v.verdict == NO
+    assert "tetris saturates the 48 SMs: interactive inference" in v.reason and "will stall" in v.reason
+    # expected slowdown: 1 + duty x intensity of every other group (training 1.0 x 2.0, llm 0.3)
+    assert v.slowdown["whisper"] == pytest.approx(1 + 2.0 + 0.3)
+    assert v.slowdown["llm"] == pytest.approx(1 + 2.0 + 0.4)  # the audio group is busy 0.2 + 0.2
+    assert "tetris" not in v.slowdown
+
+
+def test_sm_count_comes_from_the_device():
+    v = compute_verdict([load("t", "sustained"), load("chat", "interactive")], sm_count=20)
+    assert "the 20 SMs" in v.reason
+
+
+def test_two_big_decoders_is_no_and_they_split_the_bandwidth():
+    a = load("70b", "interactive", bpt=43e9, heavy=True)
+    b = load("devstral", "interactive", bpt=48e9, heavy=True)
+    v = compute_verdict([a, b])
+    assert v.verdict == NO and "big decoders" in v.reason and "run one at a time" in v.reason
+    assert v.decode_shared["70b"].mid == pytest.approx(decode_rate(91e9).mid)
+    assert v.decode_shared["70b"].mid < decode_rate(43e9).mid / 2 + 0.01
+
+
+def test_a_big_decoder_beside_light_work_is_careful():
+    v = compute_verdict(
+        [
+            load("whisper", "pipeline", group="pipeline:audio"),
+            load("f5", "pipeline", group="pipeline:audio"),
+            load("8b", "interactive", bpt=5e9),
+            load("devstral", "interactive", bpt=48e9, heavy=True),
+        ]
+    )
+    assert v.verdict == CAREFUL
+    assert "devstral competes with the audio pipeline and 8b" in v.reason
+    assert "avoid simultaneous inference" in v.reason
+
+
+def test_sequential_pipeline_and_light_bursty_work_is_ok():
+    stages = [load(n, "pipeline", group="pipeline:audio") for n in ("whisper", "llm", "tts")]
+    v = compute_verdict(stages)
+    assert v.verdict == OK and "sequential stages" in v.reason
+    light = compute_verdict([*stages[:2], load("8b", "interactive", bpt=5e9)])
+    assert light.verdict == OK and "rarely overlap" in light.reason
+
+
+def test_batch_beside_interactive_and_two_sustained_are_careful():
+    v = compute_verdict([load("embed", "batch"), load("chat", "interactive")])
+    assert v.verdict == CAREFUL and "keeps the GPU busy" in v.reason
+    assert v.slowdown["chat"] == pytest.approx(1.8)
+    two = compute_verdict([load("a", "sustained"), load("b", "sustained")])
+    assert two.verdict == CAREFUL and "1/2 of its speed" in two.reason
+
+
+def test_many_busy_bursty_workloads_become_careful():
+    v = compute_verdict([load(f"m{i}", "interactive", duty=0.4) for i in range(3)])
+    assert v.verdict == CAREFUL and v.slowdown["m0"] == pytest.approx(1.8)
+
+
+def test_workloads_without_gpu_use_do_not_count():
+    v = compute_verdict([load("cpu-job", "none"), load("chat", "interactive")])
+    assert v.verdict == OK and v.slowdown == {"chat": 1.0}
+    assert compute_verdict([]).reason == "nothing in the plan uses the GPU"
