@@ -471,23 +471,6 @@ def discover_ollama(root: Path, ftypes: Mapping[int, str]) -> DiscoveryResult:
 
 # --- Hugging Face cache -------------------------------------------------------------------------------------
 
-_ST_DTYPE_BYTES = {
-    "F64": 8,
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "I64": 8,
-    "I32": 4,
-    "I16": 2,
-    "I8": 1,
-    "U8": 1,
-    "BOOL": 1,
-    "F8_E8M0": 1,
-    "U32": 4,
-    "U16": 2,
-}
 _FLOAT_DTYPES = {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
 
 
