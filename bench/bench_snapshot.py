@@ -103,22 +103,20 @@ def rss_under_churn(url: str, ticks: int) -> list[tuple[int, int]]:
     child = subprocess.Popen(
         [sys.executable, "-c", RSS_CHILD.format(repo=str(REPO), url=url, ticks=ticks, pause=0.005)],
         stdout=subprocess.PIPE,
-        text=True,
     )
     churn: list[subprocess.Popen[bytes]] = spawn(20)
     readings = []
     assert child.stdout is not None
     os.set_blocking(child.stdout.fileno(), False)
-    buf = ""
+    buf = b""
     while child.poll() is None:
         reap(churn)
         churn = spawn(20)
-        chunk = child.stdout.read() or ""
-        buf += chunk
+        buf += child.stdout.read() or b""  # non-blocking: None when nothing is ready
         time.sleep(0.02)
-    buf += child.stdout.read() or ""
+    buf += child.stdout.read() or b""
     reap(churn)
-    for line in buf.splitlines():
+    for line in buf.decode().splitlines():
         tick, rss = line.split()
         readings.append((int(tick), int(rss)))
     return readings
