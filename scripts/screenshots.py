@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Regenerate screenshots/*.svg from the deterministic demo (fixed seed, simulated clock, no timers).
+
+    python scripts/screenshots.py            # all pictures into screenshots/
+    python scripts/screenshots.py --out DIR
+
+The pictures are the real app drawn by Textual at a fixed terminal size; README.md shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+os.environ["TZ"] = "UTC"  # the status line shows the snapshot's time of day
+time.tzset()
+
+from sparktop.collect.demo import DemoSource  # noqa: E402
+from sparktop.config import Config  # noqa: E402
+from sparktop.ui.app import SparktopApp  # noqa: E402
+
+START = 1_767_225_600.0
+
+
+@dataclass(frozen=True)
+class Shot:
+    name: str
+    title: str
+    size: tuple[int, int]
+    scenario: str = "default"
+    theme: str = "sparktop-dark"
+    keys: tuple[str, ...] = ()
+    warmup: int = 420
+    config: dict = field(default_factory=dict)
+
+
+SHOTS = (
+    Shot("dashboard-dark", "sparktop: dashboard (dark)", (120, 36)),
+    Shot("dashboard-light", "sparktop: dashboard (light)", (120, 36), theme="sparktop-light"),
+    Shot("dashboard-80x24", "sparktop: 80×24", (80, 24)),
+    Shot("dashboard-200x60", "sparktop: 200×60", (200, 60), theme="sparktop-nvidia"),
+    Shot("containers", "sparktop: containers", (120, 36), keys=("2",)),
+    Shot("processes", "sparktop: processes", (120, 36), keys=("3",)),
+    Shot("critical", "sparktop: critical memory pressure", (120, 36), scenario="critical", warmup=120),
+    Shot(
+        "high-contrast",
+        "sparktop: high contrast",
+        (120, 36),
+        scenario="everything",
+        theme="sparktop-high-contrast",
+    ),
+    Shot("help", "sparktop: help", (100, 36), keys=("question_mark",)),
+)
+
+
+async def take(shot: Shot, out: Path) -> Path:
+    config = Config(theme=shot.theme, **shot.config)
+    app = SparktopApp(
+        DemoSource(scenario=shot.scenario, seed=0, start=START),
+        config,
+        clock=lambda: START + shot.warmup,
+        auto_refresh=False,
+        warmup=shot.warmup,
+        user_theme_dir=Path("/nonexistent"),
+    )
+    app.animation_level = "none"
+    async with app.run_test(size=shot.size) as pilot:
+        await pilot.pause()
+        for key in shot.keys:
+            await pilot.press(key)
+        await pilot.pause()
+        path = out / f"{shot.name}.svg"
+        path.write_text(app.export_screenshot(title=shot.title), encoding="utf-8")
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    parser.add_argument("names", nargs="*", help="only these pictures (default: all)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    shots = [s for s in SHOTS if not args.names or s.name in args.names]
+    for shot in shots:
+        print(
+            asyncio.run(take(shot, args.out)).relative_to(ROOT)
+            if args.out.is_relative_to(ROOT)
+            else shot.name
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

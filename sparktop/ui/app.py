@@ -1,0 +1,521 @@
+"""The live dashboard: one Textual app over any snapshot source (live, demo, replay).
+
+Data flow: a timer asks a thread worker for `source.sample()` every `config.interval` seconds; the snapshot
+comes back to the event loop with `call_from_thread`, goes into the history and the pressure tracker
+(`_ingest`), and the views are redrawn from it (`_render`). A failing or slow source never blocks the loop:
+the last good snapshot stays on screen, marked stale with the reason.
+
+Tests and screenshots drive it without timers: `SparktopApp(..., auto_refresh=False, warmup=N)` feeds N
+samples before the first frame, and `await app.refresh_once()` takes one more sample synchronously.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from sparktop.analysis.accounting import account
+from sparktop.analysis.history import History
+from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
+from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
+from sparktop.collect.source import SnapshotSource, SourceExhausted
+from sparktop.config import Config
+from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.ui.format import fmt_size
+from sparktop.ui.screens.help import HelpScreen
+from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
+from sparktop.ui.widgets.budget_bar import BudgetBar
+from sparktop.ui.widgets.consumer_summary import ConsumerSummary
+from sparktop.ui.widgets.creep_alerts import CreepAlerts
+from sparktop.ui.widgets.gpu_panel import GpuPanel
+from sparktop.ui.widgets.history_chart import HistoryChart
+from sparktop.ui.widgets.pressure_panel import PressurePanel
+from sparktop.ui.widgets.status_line import StatusLine
+from sparktop.ui.widgets.tables import (
+    CONTAINER_COLUMN_SPECS,
+    PROCESS_COLUMN_SPECS,
+    ConsumerTable,
+    RowTrends,
+    container_rows,
+    process_rows,
+)
+
+MIN_WIDTH = 60
+MIN_HEIGHT = 18
+INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+CREEP_WINDOW_S = 300.0
+
+
+class ContainersTable(ConsumerTable[ContainerInfo]):
+    pass
+
+
+class ProcessesTable(ConsumerTable[ProcessInfo]):
+    pass
+
+
+class SparktopApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "sparktop"
+    ENABLE_COMMAND_PALETTE = True
+    AUTO_FOCUS = None  # nothing to type into at start; the keys are app bindings
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("slash", "filter", "Filter"),
+        Binding("o", "sort_next", "Sort"),
+        Binding("O", "sort_reverse", "Reverse sort", show=False),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("plus,equals_sign", "faster", "Interval", key_display="+/-"),
+        Binding("minus", "slower", "Slower", show=False),
+        Binding("t", "next_theme", "Theme"),
+        Binding("1", "show_tab('dashboard')", "Dashboard", show=False),
+        Binding("2", "show_tab('containers')", "Containers", show=False),
+        Binding("3", "show_tab('processes')", "Processes", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        config: Config | None = None,
+        read_only: bool = False,
+        clock: Callable[[], float] | None = None,
+        *,
+        auto_refresh: bool = True,
+        warmup: int = 0,
+        startup_messages: Iterable[str] = (),
+        user_theme_dir: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.config = config or Config()
+        self.read_only = read_only or self.config.read_only
+        self.clock = clock or time.time
+        self.auto_sample = auto_refresh
+        self.warmup = max(0, int(warmup))
+        self.interval = self.config.interval
+        self.paused = False
+        self.stale_reason: str | None = None
+        self.source_ended = False
+        self.latest: Snapshot | None = None
+        self.assessment: PressureAssessment | None = None
+        self.creep: list[CreepAlert] = []
+        self.history = History(max_age_s=self.config.history_hours * 3600)
+        self.pressure = PressureTracker()
+        self.process_trends = RowTrends(window_s=CREEP_WINDOW_S)
+        self._startup_messages = list(startup_messages)
+        self._spark_themes, theme_errors = load_themes(user_theme_dir)
+        self._startup_messages.extend(theme_errors)
+        for spark in self._spark_themes.values():
+            self.register_theme(spark.theme)
+        wanted = self.config.theme
+        if wanted not in self.available_themes:
+            self._startup_messages.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        self.theme = wanted
+        self._polling = False
+        self._last_good_at: float | None = None
+        self._previous_level: PressureLevel | None = None
+        self._timer = None
+        self._chart_drawn_at: float | None = None
+
+    # -- layout ----------------------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="top"):
+            yield StatusLine(id="status")
+            yield Static("", id="critical-banner")
+        with TabbedContent(initial="dashboard", id="tabs"):
+            with TabPane("Dashboard", id="dashboard"):
+                yield BudgetBar(id="bar")
+                yield CreepAlerts(id="creep")
+                with Horizontal(id="panels"):
+                    with Vertical(id="gauges"):
+                        yield GpuPanel(id="gpu")
+                        yield PressurePanel(id="pressure")
+                        yield ConsumerSummary(id="summary")
+                    yield HistoryChart(id="history")
+            with TabPane("Containers", id="containers"):
+                yield ContainersTable(
+                    CONTAINER_COLUMN_SPECS, self.config.container_columns, "total", id="containers-table"
+                )
+            with TabPane("Processes", id="processes"):
+                yield ProcessesTable(
+                    PROCESS_COLUMN_SPECS, self.config.process_columns, "total", id="processes-table"
+                )
+        yield Input(placeholder="filter containers and processes (Enter keeps, Esc clears)", id="filter")
+        yield Static("", id="too-small")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._on_theme_changed)
+        self.query_one(ConsumerSummary).border_title = "Consumers"
+        self._apply_size(self.size.width, self.size.height)
+        for message in self._startup_messages:
+            self.notify(message, title="sparktop", severity="warning", timeout=12)
+        for _ in range(self.warmup):
+            try:
+                snapshot = self.source.sample()
+            except SourceExhausted:
+                self.source_ended = True
+                break
+            self._ingest(snapshot)
+        if self.latest is not None:
+            self._render()
+        self._update_status()
+        if self.auto_sample:
+            self._start_timer()
+            if self.warmup == 0:
+                self._tick()
+
+    def on_resize(self, event: Resize) -> None:
+        self._apply_size(event.size.width, event.size.height)
+
+    def _apply_size(self, width: int, height: int) -> None:
+        """Layout classes by terminal size: the CSS collapses panels; below the minimum only a message."""
+        too_small = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.set_class(too_small, "-too-small")
+        self.set_class(height < 32, "-short")
+        self.set_class(height >= 44, "-tall")
+        self.set_class(width < 100, "-narrow")
+        self.set_class(width >= 160, "-wide")
+        if too_small:
+            self.query_one("#too-small", Static).update(
+                f"Terminal too small: {width}×{height}.\nsparktop needs at least {MIN_WIDTH}×{MIN_HEIGHT}."
+                "\nEnlarge the window, or press q to quit."
+            )
+        bar = self.query_one(BudgetBar)
+        bar.bar_rows = 2 if height >= 44 else 1
+        bar.legend_lines = 4 if height >= 44 else (3 if height >= 32 else 2)
+        bar.detailed = width >= 140
+        bar.show_scale = height >= 32
+        self.query_one(PressurePanel).compact = height < 32
+        self._chart_drawn_at = None
+        if self.latest is not None:
+            self._render()
+
+    # -- sampling ------------------------------------------------------------------------------------------
+
+    def _start_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_interval(self.interval, self._tick, name="sample")
+
+    def _tick(self) -> None:
+        if self.source_ended:
+            return
+        if self._polling:
+            # The previous sample has not come back: say so once it is clearly late, keep the last data.
+            if self._last_good_at is not None:
+                late = self.clock() - self._last_good_at
+                if late > max(5.0, 3 * self.interval):
+                    self.stale_reason = f"no data for {late:.0f} s (the source is slow)"
+                    self._update_status()
+            return
+        self._polling = True
+        self._poll()
+
+    @work(thread=True, exclusive=True, group="sample", exit_on_error=False)
+    def _poll(self) -> None:
+        worker = get_current_worker()
+        snapshot: Snapshot | None = None
+        error: str | None = None
+        ended = False
+        try:
+            snapshot = self.source.sample()
+        except SourceExhausted:
+            ended = True
+        except Exception as exc:  # a source must not take the dashboard down
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if worker.is_cancelled:
+            return
+        with contextlib.suppress(RuntimeError):  # the app is shutting down
+            self.call_from_thread(self._receive, snapshot, error, ended)
+
+    def _receive(self, snapshot: Snapshot | None, error: str | None, ended: bool = False) -> None:
+        self._polling = False
+        if ended:
+            self.source_ended = True
+            self._update_status()
+            return
+        if snapshot is None:
+            self.stale_reason = error or "no data"
+            self._update_status()
+            self._set_stale(True)
+            return
+        self._ingest(snapshot)
+        self._render()
+
+    async def refresh_once(self) -> None:
+        """Take one sample now, on the event loop (for tests and screenshots, with auto_refresh=False)."""
+        try:
+            snapshot = self.source.sample()
+        except SourceExhausted:
+            self._receive(None, None, ended=True)
+        except Exception as exc:
+            self._receive(None, f"{type(exc).__name__}: {exc}")
+        else:
+            self._receive(snapshot, None)
+
+    def _ingest(self, snapshot: Snapshot) -> None:
+        """Everything that must see every sample, shown or not: history, pressure, sparklines, creep."""
+        if snapshot.accounting is None:
+            snapshot.accounting = account(
+                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
+            )
+        self.latest = snapshot
+        self.stale_reason = None
+        self._last_good_at = self.clock()
+        self.history.add(snapshot)
+        self.process_trends.add_snapshot(snapshot)
+        self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
+        self.query_one(GpuPanel).push(snapshot.gpu)
+        self.query_one(PressurePanel).push(snapshot.memory)
+        self.creep = detect_creep(
+            self.history, self.config.safe_bytes, self.config.max_bytes, snapshot.memory.total, CREEP_WINDOW_S
+        )
+
+    # -- drawing -------------------------------------------------------------------------------------------
+
+    @property
+    def palette(self) -> Palette:
+        spark: SparkTheme | None = self._spark_themes.get(self.theme)
+        return spark.palette if spark else derive_palette(self.current_theme)
+
+    def _render(self) -> None:
+        """Redraw every view from `self.latest` (the banner and status always; the rest unless paused)."""
+        snapshot = self.latest
+        if snapshot is None:
+            return
+        self._set_stale(False)
+        self._update_banner()
+        self._update_status()
+        if self.paused:
+            return
+        units, palette, cfg = self.config.units, self.palette, self.config
+        accounting = snapshot.accounting
+        assert accounting is not None
+        total = snapshot.memory.total
+        bar = self.query_one(BudgetBar)
+        bar.show(accounting, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
+        if self.has_class("-tall"):
+            self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
+        self.query_one(CreepAlerts).show_alerts(self.creep, units)
+        self.query_one(GpuPanel).show(snapshot.gpu, units, palette.spark)
+        assessment = self.assessment
+        if assessment is not None:
+            self.query_one(PressurePanel).show(
+                snapshot.memory, assessment.level, assessment.reasons, units, palette
+            )
+        if self.query_one(TabbedContent).active == "dashboard":
+            self._redraw_chart()
+        rate = self._rate
+        active = self.query_one(TabbedContent).active
+        for table, rows in (
+            (self.query_one(ContainersTable), container_rows(snapshot, rate)),
+            (self.query_one(ProcessesTable), process_rows(snapshot, self.process_trends.rate_per_min)),
+        ):
+            table.warn_color = palette.warn
+            # A table on a hidden tab keeps its rows (for selection lookups) and draws when shown.
+            table.set_rows(rows, units, visible=active == table.parent.id)  # type: ignore[arg-type, union-attr]
+
+    def _redraw_chart(self, force: bool = False) -> None:
+        """The history chart, its consumers in the same colours as their bar segments. Redrawn when the new
+        data moves it by at least a column (plotext is the costliest view to draw)."""
+        assert self.latest is not None
+        cfg = self.config
+        chart = self.query_one(HistoryChart)
+        times = self.history.times()
+        if not force and times and self._chart_drawn_at is not None:
+            per_column = (times[-1] - times[0]) / max(1, chart.size.width - 8)
+            if times[-1] - self._chart_drawn_at < max(self.interval, per_column) * 0.999:
+                return
+        self._chart_drawn_at = times[-1] if times else None
+        colors = {seg.key: seg.color for seg in self.query_one(BudgetBar).segments}
+        total = self.latest.memory.total
+        chart.redraw(self.history, cfg.safe_bytes, cfg.max_bytes, total, cfg.units, colors=colors)
+
+    def _rate(self, key: str) -> float | None:
+        return rate_per_min(self.history, key, CREEP_WINDOW_S)
+
+    def _set_stale(self, stale: bool) -> None:
+        self.query_one("#tabs").set_class(stale, "-stale")
+
+    def _update_banner(self) -> None:
+        banner = self.query_one("#critical-banner", Static)
+        level = self.assessment.level if self.assessment else PressureLevel.OK
+        critical = level == PressureLevel.CRITICAL
+        if critical and self.latest is not None and self.assessment is not None:
+            available = fmt_size(self.latest.memory.available, self.config.units)
+            facts = [f"{available} available ({self.assessment.available_pct:.0f} %)"]
+            if self.assessment.full_avg10 is not None:
+                facts.append(f"PSI full {self.assessment.full_avg10:.0f} %")
+            banner.update(
+                f"■ CRITICAL MEMORY PRESSURE: {', '.join(facts)} — free memory now, before the machine "
+                "freezes"
+            )
+        banner.set_class(critical, "-show")
+        if critical and self._previous_level != PressureLevel.CRITICAL:
+            self.bell()
+        self._previous_level = level
+
+    def _update_status(self) -> None:
+        self.query_one(StatusLine).show(
+            snapshot=self.latest,
+            source=getattr(self.source, "name", type(self.source).__name__),
+            interval=self.interval,
+            paused=self.paused,
+            stale=self.stale_reason or ("end of recording" if self.source_ended else None),
+            filter_text=self.query_one(ContainersTable).filter_text,
+        )
+
+    def _on_theme_changed(self, _theme: object) -> None:
+        self._chart_drawn_at = None
+        if self.latest is not None:
+            self._render()
+
+    # -- selection (for actions that act on a row) ---------------------------------------------------------
+
+    def selected_container(self) -> ContainerInfo | None:
+        return self.query_one(ContainersTable).selected_item()
+
+    def selected_process(self) -> ProcessInfo | None:
+        return self.query_one(ProcessesTable).selected_item()
+
+    def _active_table(self) -> ConsumerTable | None:
+        active = self.query_one(TabbedContent).active
+        if active == "containers":
+            return self.query_one(ContainersTable)
+        if active == "processes":
+            return self.query_one(ProcessesTable)
+        return None
+
+    # -- actions -------------------------------------------------------------------------------------------
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "dashboard" and self.latest is not None and not self.paused:
+            self._redraw_chart(force=True)
+        table = self._active_table()
+        if table is not None:
+            table.flush()
+            if not self.query_one("#filter").has_class("-show"):
+                table.focus()
+
+    def action_show_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        if self.paused:
+            self._update_status()
+        else:
+            self._render()
+
+    def _set_interval(self, interval: float) -> None:
+        self.interval = interval
+        if self.auto_sample:
+            self._start_timer()
+        self._update_status()
+
+    def action_faster(self) -> None:
+        faster = [i for i in INTERVALS if i < self.interval - 1e-9]
+        self._set_interval(faster[-1] if faster else self.interval)
+
+    def action_slower(self) -> None:
+        slower = [i for i in INTERVALS if i > self.interval + 1e-9]
+        self._set_interval(slower[0] if slower else self.interval)
+
+    def action_next_theme(self) -> None:
+        names = list(self._spark_themes)
+        if not names:
+            return
+        index = names.index(self.theme) + 1 if self.theme in names else 0
+        self.theme = names[index % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("-show")
+        if self.query_one(TabbedContent).active == "dashboard":
+            self.query_one(TabbedContent).active = "containers"
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.value or box.has_class("-show"):
+            box.value = ""
+            self._apply_filter("")
+            box.remove_class("-show")
+            table = self._active_table()
+            if table is not None:
+                table.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self._apply_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.remove_class("-show")
+            table = self._active_table()
+            if table is not None:
+                table.focus()
+
+    def _apply_filter(self, text: str) -> None:
+        self.query_one(ContainersTable).set_filter(text)
+        self.query_one(ProcessesTable).set_filter(text)
+        self._update_status()
+
+    def action_sort_next(self) -> None:
+        table = self._active_table()
+        if table is not None:
+            table.next_sort_column()
+
+    def action_sort_reverse(self) -> None:
+        table = self._active_table()
+        if table is not None:
+            table.reverse_sort()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Pause / resume", "Freeze the display (sampling goes on)", self.action_toggle_pause
+        )
+        yield SystemCommand("Refresh faster", "Shorter sampling interval (+)", self.action_faster)
+        yield SystemCommand("Refresh slower", "Longer sampling interval (-)", self.action_slower)
+        yield SystemCommand("Next sparktop theme", "Cycle dark, light, high contrast, NVIDIA (t)",
+                            self.action_next_theme)  # fmt: skip
+        yield SystemCommand(
+            "Filter tables", "Filter containers and processes by text (/)", self.action_filter
+        )
+        yield SystemCommand(
+            "Sort by next column", "On the Containers / Processes tab (o)", self.action_sort_next
+        )
+        yield SystemCommand("Reverse sort", "On the Containers / Processes tab (O)", self.action_sort_reverse)
+        yield SystemCommand("Show dashboard", "The budget bar, GPU, pressure and history (1)",
+                            lambda: self.action_show_tab("dashboard"))  # fmt: skip
+        yield SystemCommand(
+            "Show containers", "The containers table (2)", lambda: self.action_show_tab("containers")
+        )
+        yield SystemCommand(
+            "Show processes", "The processes table (3)", lambda: self.action_show_tab("processes")
+        )
+        yield SystemCommand("Help", "Keys and how to read the dashboard (?)", self.action_help)

@@ -1,0 +1,84 @@
+"""Formatting of sizes, rates and small text graphics for the views. Sizes are bytes in, text out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sparktop.model import GB, GIB
+
+MIB = 1024**2
+MB = 1000**2
+
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+
+
+def unit_size(units: str) -> int:
+    return GB if units == "GB" else GIB
+
+
+def fmt_bytes(n: int | float | None, units: str = "GiB", precision: int = 1, unit: bool = True) -> str:
+    """`12.3 GiB`; small values drop to MiB/MB so a 300 MB process does not read 0.3 GiB. None -> "—"."""
+    if n is None:
+        return "—"
+    big = unit_size(units)
+    small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
+    if abs(n) < big and n != 0:
+        text = f"{n / small:.0f}"
+        return f"{text} {small_name}" if unit else text
+    text = f"{n / big:.{precision}f}"
+    return f"{text} {units}" if unit else text
+
+
+def fmt_size(n: int | float, units: str = "GiB", precision: int = 1) -> str:
+    """Always in the configured unit (for totals and the bar scale): `119.7 GiB`."""
+    return f"{n / unit_size(units):.{precision}f} {units}"
+
+
+def fmt_gb(n: int | float) -> str:
+    """A threshold in decimal GB, as NVIDIA states them: `80 GB`."""
+    return f"{n / GB:g} GB"
+
+
+def fmt_rate(bytes_per_min: float | None, units: str = "GiB") -> str:
+    """Signed growth per minute: `+1.3 GiB/min`, `-120 MiB/min`; None -> "—"."""
+    if bytes_per_min is None:
+        return "—"
+    big = unit_size(units)
+    small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
+    if abs(bytes_per_min) >= big / 10:
+        return f"{bytes_per_min / big:+.1f} {units}/min"
+    if abs(bytes_per_min) < small / 2:
+        return f"0 {small_name}/min"
+    return f"{bytes_per_min / small:+.0f} {small_name}/min"
+
+
+def fmt_duration(seconds: float) -> str:
+    """`45 s`, `14 min`, `2 h 05 min`."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    if minutes < 90:
+        return f"{minutes:.0f} min"
+    hours, rest = divmod(round(minutes), 60)
+    return f"{hours} h {rest:02d} min"
+
+
+def sparkline(values: Sequence[float | None], width: int, low: float = 0.0, high: float | None = None) -> str:
+    """The last `width` values as block characters, scaled to [low, high]; gaps (None) as spaces."""
+    if width <= 0:
+        return ""
+    tail = list(values)[-width:]
+    known = [v for v in tail if v is not None]
+    if not known:
+        return " " * width
+    top = high if high is not None else max(known)
+    span = max(top - low, 1e-9)
+    out = []
+    for v in tail:
+        if v is None:
+            out.append(" ")
+            continue
+        frac = min(1.0, max(0.0, (v - low) / span))
+        out.append(SPARK_CHARS[min(len(SPARK_CHARS) - 1, int(frac * (len(SPARK_CHARS) - 1) + 0.5))])
+    return "".join(out).rjust(width)

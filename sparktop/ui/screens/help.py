@@ -1,0 +1,82 @@
+"""The help screen (?): the keys, and how to read the budget bar and the pressure levels."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# sparktop
+
+A live view of the DGX Spark's **one unified memory pool**, shared by the CPU and the GPU.
+
+## Keys
+
+| key | action |
+|---|---|
+| `1` `2` `3` | Dashboard, Containers, Processes tab (or click a tab) |
+| `/` | filter the tables (Enter keeps it, Esc clears it) |
+| `o` / `O` | sort by the next column / reverse the sort (or click a header) |
+| `p` | pause / resume the display (sampling goes on) |
+| `+` / `-` | refresh faster / slower |
+| `t` | next theme |
+| `ctrl+p` | command palette: every action by name |
+| `?` | this help · `q` quit |
+
+## The budget bar
+
+One segment per consumer: each **container** (its cgroup memory plus the GPU memory NVML reports for its
+processes), the largest **host processes**, the **rest of the host**, **GPU memory of unseen processes**,
+**unattributed** (what nobody explains: kernel, driver, page cache) and **free**. The pool is MemTotal;
+used = MemTotal − MemAvailable, as `free` shows it.
+
+The **safe 80 GB** and **aggressive 100 GB** lines (decimal GB, `--safe` / `--max`) are drawn where they
+fall. The state reads *under safe*, *over safe* or *OVER AGGRESSIVE*.
+
+On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side is counted apart.
+
+## Memory pressure
+
+Levels follow earlyoom, nohang and systemd-oomd: **warning** below 20 % available or PSI *some* avg10
+above 10; **critical** below 10 % available or sustained *full* pressure. On a Spark, running out can
+freeze the whole machine: act on a warning.
+
+## Creep
+
+A consumer whose memory keeps growing over the last minutes gets an alert with its rate and when the pool
+would cross the lines at that rate. One-off steps and noise do not alert.
+
+Press **Esc**, **q** or **?** to close.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("q", "close", "Close", show=False),
+        Binding("question_mark", "close", "Close", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 90%;
+        max-width: 100;
+        height: 90%;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(HELP)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

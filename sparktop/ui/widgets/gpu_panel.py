@@ -1,0 +1,144 @@
+"""GPU panel: utilisation, SM clock, temperature and power with sparklines, per GPU.
+
+A metric the device reports as unsupported is hidden (it can never be known here); one that failed this tick
+reads "n/a". No NVML at all is one line saying why."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.geometry import Size
+from textual.widget import Widget
+
+from sparktop.model import GpuReport, GpuState
+from sparktop.ui.format import fmt_bytes, sparkline
+
+HISTORY = 240  # samples kept per metric, enough for the widest sparkline
+
+
+@dataclass(frozen=True)
+class Metric:
+    field: str
+    label: str
+    unit: str
+    digits: int
+    low: float
+    high: float | None  # None: scale to the largest value seen
+
+
+METRICS = (
+    Metric("utilization_pct", "util", "%", 0, 0.0, 100.0),
+    Metric("sm_clock_mhz", "SM clock", "MHz", 0, 0.0, None),
+    Metric("temperature_c", "temp", "°C", 0, 20.0, 100.0),
+    Metric("power_w", "power", "W", 1, 0.0, None),
+)
+
+
+def never_known(gpu: GpuState, field: str) -> bool:
+    """True when the collector found the metric permanently unavailable here (not supported on the device,
+    not in this driver or library, no permission); a passing "driver error: ..." reads n/a instead."""
+    reason = gpu.unsupported.get(field)
+    return reason is not None and getattr(gpu, field, None) is None and not reason.startswith("driver error")
+
+
+class GpuPanel(Widget):
+    DEFAULT_CSS = """
+    GpuPanel { height: auto; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._report: GpuReport | None = None
+        self._series: dict[tuple[str, str], deque[float | None]] = {}
+        self.units = "GiB"
+        self.spark_color = "cyan"
+
+    def push(self, report: GpuReport) -> None:
+        """Record one tick's readings for the sparklines (call for every sample, shown or not)."""
+        self._report = report
+        seen = set()
+        for gpu in report.gpus:
+            ident = gpu.uuid or str(gpu.index)
+            for metric in METRICS:
+                key = (ident, metric.field)
+                seen.add(key)
+                value = getattr(gpu, metric.field)
+                self._series.setdefault(key, deque(maxlen=HISTORY)).append(
+                    float(value) if value is not None else None
+                )
+        for key in [k for k in self._series if k not in seen]:
+            del self._series[key]
+
+    def show(self, report: GpuReport, units: str, spark_color: str) -> None:
+        self._report = report
+        self.units = units
+        self.spark_color = spark_color
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        return self._build(max(20, self.size.width or 40))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Built for the width asked, not the last size (Widget caches heights by width alone).
+        return len(self._build(max(20, width)).wrap(self.app.console, width)) if width else 0
+
+    def _build(self, width: int) -> Text:
+        report = self._report
+        if report is None:
+            return Text("GPU: waiting for the first sample…", style="dim")
+        if not report.available:
+            reason = report.reason or "no NVIDIA GPU or no NVML library"
+            return Text.assemble(("No NVIDIA GPU / NVML: ", "bold"), (reason, ""),
+                                 (" — memory comes from /proc only.", "dim"))  # fmt: skip
+        if not report.gpus:
+            return Text("NVML found no GPU.", style="dim")
+        blocks = [self._gpu_block(gpu, width) for gpu in report.gpus]
+        return Text("\n").join(blocks)
+
+    def _gpu_block(self, gpu: GpuState, width: int) -> Text:
+        facts = [gpu.name]
+        if gpu.unified_memory:
+            facts.append(f"unified memory{f' ({gpu.addressing_mode})' if gpu.addressing_mode else ''}")
+        if gpu.sm_count:
+            facts.append(f"{gpu.sm_count} SMs")
+        if gpu.pstate is not None:
+            facts.append(f"P{gpu.pstate}")
+        title = Text.assemble((f"GPU {gpu.index} ", "bold"), " · ".join(facts))
+        title.truncate(width, overflow="ellipsis")
+        lines = [title]
+        ident = gpu.uuid or str(gpu.index)
+        label_w = 9
+        value_w = 9
+        spark_w = max(0, width - label_w - value_w - 2)
+        for metric in METRICS:
+            if never_known(gpu, metric.field):
+                continue
+            value = getattr(gpu, metric.field)
+            shown, style = (
+                ("n/a", "dim") if value is None else (f"{value:.{metric.digits}f} {metric.unit}", "")
+            )
+            series = self._series.get((ident, metric.field), ())
+            spark = sparkline(list(series), spark_w, metric.low, metric.high) if spark_w >= 4 else ""
+            line = Text(metric.label.ljust(label_w), style="bold")
+            line.append(shown.rjust(value_w), style=style)
+            if spark:
+                line.append("  ")
+                line.append(spark, style=self.spark_color)
+            lines.append(line)
+        procs = [p for p in gpu.processes if p.used_bytes]
+        total = sum(p.used_bytes or 0 for p in procs)
+        mem = Text("memory".ljust(label_w), style="bold")
+        count = f"{len(procs)} proc{'s' if len(procs) != 1 else ''}"
+        if gpu.memory_total and not gpu.unified_memory:
+            mem.append(
+                f"{fmt_bytes(gpu.memory_used, self.units)} of {fmt_bytes(gpu.memory_total, self.units)}"
+            )
+        else:
+            mem.append(f"{fmt_bytes(total, self.units).rjust(value_w)}  {count}")
+            if gpu.unified_memory and mem.cell_len + 22 <= width:
+                mem.append(" · from the host pool", style="dim")
+        mem.truncate(width, overflow="ellipsis")
+        lines.append(mem)
+        return Text("\n").join(lines)

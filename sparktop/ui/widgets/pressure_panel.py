@@ -1,0 +1,99 @@
+"""Memory pressure: MemAvailable and PSI, with the level (ok / warn / critical) and the reasons for it."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.text import Text
+from textual.geometry import Size
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from sparktop.model import HostMemory
+from sparktop.ui.format import fmt_bytes, fmt_size, sparkline
+from sparktop.ui.themes import Palette
+
+_LEVEL_WORDS = {"ok": "● OK", "warn": "▲ WARNING", "critical": "■ CRITICAL"}
+
+
+class PressurePanel(Widget):
+    DEFAULT_CSS = """
+    PressurePanel { height: auto; }
+    """
+
+    compact: reactive[bool] = reactive(False, layout=True)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._available: deque[float] = deque(maxlen=240)
+        self._psi: deque[float | None] = deque(maxlen=240)
+        self._data: tuple[HostMemory, str, list[str], str, Palette] | None = None
+
+    def push(self, memory: HostMemory) -> None:
+        """Record one tick for the sparklines (every sample, shown or not)."""
+        self._available.append(memory.available / memory.total * 100 if memory.total else 0.0)
+        some = memory.pressure.some if memory.pressure else None
+        self._psi.append(some.avg10 if some else None)
+
+    def show(self, memory: HostMemory, level: str, reasons: list[str], units: str, palette: Palette) -> None:
+        self._data = (memory, str(level), list(reasons), units, palette)
+        self.set_class(str(level) == "critical", "-critical")
+        self.set_class(str(level) == "warn", "-warn")
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        return self._build(max(20, self.size.width or 40))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Built for the width asked, not the last size (Widget caches heights by width alone).
+        return len(self._build(max(20, width)).wrap(self.app.console, width)) if width else 0
+
+    def _build(self, width: int) -> Text:
+        if self._data is None:
+            return Text("Memory pressure: waiting for the first sample…", style="dim")
+        memory, level, reasons, units, palette = self._data
+        color = palette.level(level)
+        head = Text.assemble(
+            ("Pressure ", "bold"), (f" {_LEVEL_WORDS.get(level, level)} ", f"bold reverse {color}")
+        )
+        lines = [head]
+        label_w, value_w = 10, 17
+        spark_w = max(0, width - label_w - value_w - 2)
+        pct = memory.available / memory.total * 100 if memory.total else 0.0
+        avail = Text("available".ljust(label_w), style="bold")
+        avail.append(f"{fmt_size(memory.available, units)} {pct:3.0f} %".rjust(value_w))
+        if spark_w >= 4:
+            avail.append("  ")
+            avail.append(sparkline(list(self._available), spark_w, 0.0, 100.0), style=palette.spark)
+        lines.append(avail)
+        pressure = memory.pressure
+        for name in ("some", "full"):
+            line = getattr(pressure, name) if pressure else None
+            row = Text(f"PSI {name}".ljust(label_w), style="bold")
+            if line is None:
+                row.append("n/a".rjust(value_w), style="dim")
+            else:
+                row.append(f"{line.avg10:5.1f} {line.avg60:5.1f} {line.avg300:5.1f}".rjust(value_w))
+                if name == "some" and spark_w >= 4:
+                    row.append("  ")
+                    row.append(sparkline(list(self._psi), spark_w, 0.0, 100.0), style=palette.spark)
+                elif name == "full" and spark_w >= 12:
+                    row.append("  avg10 avg60 avg300", style="dim")
+            lines.append(row)
+        if memory.swap_total:
+            swap = Text("swap".ljust(label_w), style="bold")
+            swap.append(f"{fmt_bytes(memory.swap_total - memory.swap_free, units)} of "
+                        f"{fmt_bytes(memory.swap_total, units)} used")  # fmt: skip
+            lines.append(swap)
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+        if self.compact:
+            # Small terminal: the first reason on one line; the level above says the rest.
+            for reason in reasons[:1]:
+                line = Text(f"• {reason}", style=color)
+                line.truncate(width, overflow="ellipsis")
+                lines.append(line)
+        else:
+            # Reasons wrap: they are the sentences that say what to worry about.
+            lines.extend(Text(f"• {reason}", style=color) for reason in reasons)
+        return Text("\n").join(lines)

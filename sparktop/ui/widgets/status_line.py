@@ -1,0 +1,58 @@
+"""The top line: host, source, last update, interval, and the states a user must not miss (paused, stale)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widget import Widget
+
+from sparktop.model import Snapshot
+
+
+class StatusLine(Widget):
+    DEFAULT_CSS = """
+    StatusLine { height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._text = Text("sparktop", style="bold")
+
+    def show(
+        self,
+        snapshot: Snapshot | None,
+        source: str,
+        interval: float,
+        paused: bool,
+        stale: str | None,
+        filter_text: str,
+    ) -> None:
+        text = Text.assemble(("sparktop", "bold"))
+        if snapshot is not None and snapshot.hostname:
+            text.append(f" · {snapshot.hostname}")
+        text.append(f" · {source}", style="dim")
+        if snapshot is not None:
+            text.append(f" · {time.strftime('%H:%M:%S', time.localtime(snapshot.timestamp))}")
+        text.append(f" · every {interval:g} s", style="dim")
+        if paused:
+            text.append("  ")
+            text.append(" ⏸ PAUSED ", style="bold reverse")
+        if filter_text:
+            text.append(f"  filter: {filter_text!r}", style="bold")
+        if stale:
+            text.append("  ")
+            text.append(f" stale: {stale} ", style="bold reverse")
+        if snapshot is not None and snapshot.errors:
+            n = len(snapshot.errors)
+            text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")
+        if snapshot is not None and not snapshot.docker.available and snapshot.docker.reason:
+            text.append(f"  docker: {snapshot.docker.reason}", style="dim italic")
+        self._text = text
+        self.refresh()
+
+    def render(self) -> Text:
+        text = self._text.copy()
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        return text

@@ -1,0 +1,421 @@
+"""The containers and processes tables: sortable by any column (click a header, or o / O), filtered by a
+substring, updated in place so the selected row and the scroll position survive every refresh.
+
+Each table is a `ConsumerTable` over rows of raw values (`Row.values`, one per column key); a column's
+`render` turns a raw value into a cell and sorting uses the raw value. Adding a column is one `ColumnSpec`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from sparktop.analysis.accounting import process_key
+from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.ui.format import fmt_bytes, fmt_rate
+
+T = TypeVar("T")
+
+RateLookup = Callable[[str], float | None]  # consumer key -> bytes per minute
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    key: str
+    label: str
+    kind: str = "text"  # "text" | "bytes" | "rate" | "number" | "percent"
+    max_width: int | None = None  # longer text is cut with "…"
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind != "text"
+
+
+@dataclass
+class Row(Generic[T]):
+    key: str
+    item: T
+    values: dict[str, Any]
+    search: str  # lower-case text the filter matches against
+    styles: dict[str, str] = field(default_factory=dict)
+
+
+class Cell(Text):
+    """A table cell that remembers the raw value it shows, for sorting."""
+
+    def __init__(self, text: str, sort_value: Any, style: str = "", justify: Any = None) -> None:
+        super().__init__(text, style=style, justify=justify)
+        self.sort_value = sort_value
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    # Missing values sort as the smallest: at the bottom of a largest-first table.
+    if value is None:
+        return (0, 0)
+    if isinstance(value, str):
+        return (1, value.lower())
+    return (1, value)
+
+
+CONTAINER_COLUMN_SPECS: dict[str, ColumnSpec] = {
+    c.key: c
+    for c in (
+        ColumnSpec("name", "container", max_width=32),
+        ColumnSpec("project", "project"),
+        ColumnSpec("service", "service"),
+        ColumnSpec("status", "status"),
+        ColumnSpec("image", "image", max_width=32),
+        ColumnSpec("id", "id"),
+        ColumnSpec("cpu", "CPU mem", "bytes"),
+        ColumnSpec("gpu", "GPU mem", "bytes"),
+        ColumnSpec("total", "total", "bytes"),
+        ColumnSpec("trend", "trend", "rate"),
+        ColumnSpec("pss", "PSS", "bytes"),
+        ColumnSpec("anon", "anon", "bytes"),
+        ColumnSpec("file", "file", "bytes"),
+        ColumnSpec("shmem", "shmem", "bytes"),
+        ColumnSpec("limit", "limit", "bytes"),
+        ColumnSpec("pids", "procs", "number"),
+    )
+}
+
+PROCESS_COLUMN_SPECS: dict[str, ColumnSpec] = {
+    c.key: c
+    for c in (
+        ColumnSpec("pid", "PID", "number"),
+        ColumnSpec("name", "process", max_width=18),
+        ColumnSpec("container", "container", max_width=20),
+        ColumnSpec("user", "user"),
+        ColumnSpec("cpu_pct", "CPU %", "percent"),
+        ColumnSpec("rss", "RSS", "bytes"),
+        ColumnSpec("pss", "PSS", "bytes"),
+        ColumnSpec("gpu", "GPU mem", "bytes"),
+        ColumnSpec("total", "total", "bytes"),
+        ColumnSpec("trend", "trend", "rate"),
+        ColumnSpec("command", "command", max_width=72),
+    )
+}
+
+
+def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerInfo]]:
+    pss: dict[str, int] = {}
+    pss_missing: set[str] = set()
+    for proc in snapshot.processes:
+        if proc.container_id:
+            if proc.pss is None:
+                pss_missing.add(proc.container_id)
+            else:
+                pss[proc.container_id] = pss.get(proc.container_id, 0) + proc.pss
+    consumers = {c.key: c for c in snapshot.accounting.consumers} if snapshot.accounting else {}
+    rows = []
+    for c in snapshot.containers:
+        key = f"container:{c.id}"
+        mem = c.memory
+        consumer = consumers.get(key)
+        cpu = consumer.cpu_bytes if consumer else (mem.working_set if mem else None)
+        gpu = consumer.gpu_bytes if consumer else c.gpu_bytes
+        values = {
+            "name": c.label,
+            "project": c.compose_project or "",
+            "service": c.compose_service or "",
+            "status": c.status or "",
+            "image": c.image or "",
+            "id": c.short_id,
+            "cpu": cpu,
+            "gpu": gpu,
+            "total": (cpu or 0) + (gpu or 0),
+            "trend": rate(key),
+            # PSS only where every process of the container has one, else it would under-count.
+            "pss": pss.get(c.id) if c.id not in pss_missing else None,
+            "anon": mem.anon if mem else None,
+            "file": mem.file if mem else None,
+            "shmem": mem.shmem if mem else None,
+            "limit": mem.limit if mem else None,
+            "pids": len(c.pids),
+        }
+        search = " ".join(str(values[k]) for k in ("name", "project", "service", "image", "id")).lower()
+        rows.append(Row(key=key, item=c, values=values, search=search))
+    return rows
+
+
+def _process_gpu(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int | None:
+    return p.gpu_bytes if p.gpu_bytes is not None else gpu_by_pid.get(p.pid)
+
+
+def process_total(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int:
+    """A process's footprint as its table row shows it: PSS (or RSS) plus its GPU memory."""
+    return (p.pss if p.pss is not None else p.rss) + (_process_gpu(p, gpu_by_pid) or 0)
+
+
+class RowTrends:
+    """Growth per minute of every process row, including those the history does not keep (processes
+    inside containers, small host processes): a point every `step_s`, a least-squares slope over the last
+    `window_s`. Keys that leave are forgotten, so memory follows the process count."""
+
+    def __init__(self, window_s: float = 300.0, step_s: float = 5.0, min_span_s: float = 60.0) -> None:
+        self.step_s = step_s
+        self.min_span_s = min_span_s
+        self._points: dict[str, deque[tuple[float, int]]] = {}
+        self._maxlen = max(2, int(window_s / step_s) + 1)
+
+    def add(self, t: float, totals: dict[str, int]) -> None:
+        for key in [k for k in self._points if k not in totals]:
+            del self._points[key]
+        for key, value in totals.items():
+            points = self._points.get(key)
+            if points is None:
+                self._points[key] = deque([(t, value)], maxlen=self._maxlen)
+            elif t - points[-1][0] >= self.step_s:
+                points.append((t, value))
+
+    def add_snapshot(self, snapshot: Snapshot) -> None:
+        gpu_by_pid = snapshot.gpu.gpu_bytes_by_pid()
+        totals = {process_key(p): process_total(p, gpu_by_pid) for p in snapshot.processes}
+        self.add(snapshot.timestamp, totals)
+
+    def rate_per_min(self, key: str) -> float | None:
+        points = self._points.get(key)
+        if not points or len(points) < 5 or points[-1][0] - points[0][0] < self.min_span_s:
+            return None
+        n = len(points)
+        mt = sum(t for t, _ in points) / n
+        mv = sum(v for _, v in points) / n
+        stt = sum((t - mt) ** 2 for t, _ in points)
+        stv = sum((t - mt) * (v - mv) for t, v in points)
+        return stv / stt * 60 if stt > 0 else None
+
+
+def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]:
+    names = {c.id: c.label for c in snapshot.containers}
+    gpu_by_pid = snapshot.gpu.gpu_bytes_by_pid()
+    rows = []
+    for p in snapshot.processes:
+        key = process_key(p)
+        gpu = _process_gpu(p, gpu_by_pid)
+        container = names.get(p.container_id, p.container_id[:12]) if p.container_id else ""
+        values = {
+            "pid": p.pid,
+            "name": p.name,
+            "container": container,
+            "user": p.user or "",
+            "cpu_pct": p.cpu_percent,
+            "rss": p.rss,
+            "pss": p.pss,
+            "gpu": gpu,
+            "total": process_total(p, gpu_by_pid),
+            "trend": rate(key),
+            "command": p.cmdline or p.name,
+        }
+        search = f"{p.pid} {p.name} {container} {p.user or ''} {p.cmdline}".lower()
+        rows.append(Row(key=key, item=p, values=values, search=search))
+    return rows
+
+
+class ConsumerTable(DataTable, Generic[T]):
+    """A DataTable of `Row`s with a column set, a sort column, a filter and in-place updates."""
+
+    DEFAULT_CSS = """
+    ConsumerTable { height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        specs: dict[str, ColumnSpec],
+        columns: Iterable[str],
+        sort_column: str,
+        *,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        self.specs = specs
+        self.column_keys = [c for c in columns if c in specs]
+        self.sort_column = sort_column if sort_column in self.column_keys else self._first_numeric()
+        self.sort_reverse = specs[self.sort_column].numeric
+        self.filter_text = ""
+        self.units = "GiB"
+        self.warn_rate = 100 * 1024**2  # bytes/min at which the trend turns the warning colour
+        self.warn_color = "yellow"
+        self._rows: dict[str, Row[T]] = {}  # every row, shown or filtered out
+        self._shown: dict[str, dict[str, Any]] = {}  # row key -> raw values currently drawn
+        self._dirty = False  # rows changed since the last draw
+        self._force = False  # redraw every cell (the units changed)
+
+    def _first_numeric(self) -> str:
+        return next((k for k in self.column_keys if self.specs[k].numeric), self.column_keys[0])
+
+    def on_mount(self) -> None:
+        for key in self.column_keys:
+            self.add_column(self._header(key), key=key)
+
+    # -- public ------------------------------------------------------------------------------------------
+
+    @property
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+
+    def selected_item(self) -> T | None:
+        key = self.selected_key
+        row = self._rows.get(key) if key else None
+        return row.item if row else None
+
+    def item(self, key: str) -> T | None:
+        row = self._rows.get(key)
+        return row.item if row else None
+
+    def set_rows(self, rows: list[Row[T]], units: str, visible: bool = True) -> None:
+        """Bring the table to `rows`: add new ones, update changed cells, remove gone ones, re-sort, and put
+        the cursor back on the row it was on. With `visible` False (a hidden tab) only the data is kept and
+        the drawing waits for `flush()`."""
+        self._force |= units != self.units
+        self.units = units
+        self._rows = {r.key: r for r in rows}
+        self._dirty = True
+        if visible:
+            self.flush()
+
+    def flush(self) -> None:
+        """Draw what `set_rows` kept (call when the table's tab is shown)."""
+        if self._dirty:
+            self._sync(force=self._force)
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip().lower()
+        self._sync()
+
+    def sort_by(self, column: str, reverse: bool | None = None) -> None:
+        if column not in self.column_keys:
+            return
+        if reverse is None:
+            reverse = (not self.sort_reverse) if column == self.sort_column else self.specs[column].numeric
+        old = self.sort_column
+        self.sort_column, self.sort_reverse = column, reverse
+        for key in {old, column}:
+            self.columns[key].label = Text(self._header(key))  # type: ignore[index]
+        self._require_update_dimensions = True
+        self._sync()
+
+    def next_sort_column(self) -> None:
+        i = self.column_keys.index(self.sort_column)
+        self.sort_by(self.column_keys[(i + 1) % len(self.column_keys)])
+
+    def reverse_sort(self) -> None:
+        self.sort_by(self.sort_column, not self.sort_reverse)
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    def _header(self, key: str) -> str:
+        label = self.specs[key].label
+        if key == self.sort_column:
+            return f"{label} {'▼' if self.sort_reverse else '▲'}"
+        return f"{label}  "
+
+    def _visible(self, row: Row[T]) -> bool:
+        return not self.filter_text or self.filter_text in row.search
+
+    def _cell(self, key: str, value: Any, row: Row[T]) -> Cell:
+        spec = self.specs[key]
+        style = row.styles.get(key, "")
+        if spec.kind == "bytes":
+            return Cell(fmt_bytes(value, self.units), value, style, justify="right")
+        if spec.kind == "rate":
+            if value is not None and value >= self.warn_rate:
+                style = style or f"bold {self.warn_color}"
+            elif value is None or abs(value) < 1024**2:
+                style = style or "dim"
+            text = fmt_rate(value, self.units) if value is not None else "·"
+            return Cell(text, value, style, justify="right")
+        if spec.kind == "percent":
+            return Cell("—" if value is None else f"{value:.0f}", value, style, justify="right")
+        if spec.kind == "number":
+            return Cell("—" if value is None else str(value), value, style, justify="right")
+        text = str(value) if value is not None else ""
+        if spec.max_width and len(text) > spec.max_width:
+            text = text[: spec.max_width - 1] + "…"
+        return Cell(text, value, style)
+
+    def _sync(self, force: bool = False) -> None:
+        if not self.columns:
+            return  # not mounted yet; on_mount adds columns, the next tick fills it
+        selected = self.selected_key
+        cursor_row = self.cursor_row
+        wanted = {k: r for k, r in self._rows.items() if self._visible(r)}
+        for key in [k for k in self._shown if k not in wanted]:
+            self.remove_row(key)
+            del self._shown[key]
+        for key, row in wanted.items():
+            shown = self._shown.get(key)
+            if shown is None:
+                self.add_row(*(self._cell(c, row.values.get(c), row) for c in self.column_keys), key=key)
+            else:
+                for c in self.column_keys:
+                    value = row.values.get(c)
+                    if force or shown.get(c) != value:
+                        cell = self._cell(c, value, row)
+                        old = self.get_cell(key, c)
+                        # Bytes jitter every tick; redraw only what the text shows (and all on `force`).
+                        if force or old.plain != cell.plain or old.style != cell.style:
+                            self.update_cell(key, c, cell)
+            self._shown[key] = dict(row.values)
+        self._fit_columns()
+        self.sort(self.sort_column, key=lambda cell: _sort_key(cell.sort_value), reverse=self.sort_reverse)
+        self._fit_last_column()
+        self._dirty = self._force = False
+        if selected is not None and selected in self._shown:
+            index = self.get_row_index(selected)
+            if index != self.cursor_row:
+                self.move_cursor(row=index, animate=False, scroll=False)
+        elif self.row_count:
+            self.move_cursor(row=min(cursor_row, self.row_count - 1), animate=False, scroll=False)
+
+    def _fit_columns(self) -> None:
+        """Each column as wide as its widest cell or label, growing and shrinking. (DataTable's own
+        `update_width` re-measures the whole column on every shrinking cell: quadratic per tick.)"""
+        changed = False
+        for key, column in self.columns.items():
+            if not column.auto_width:
+                continue
+            cells = (self._data[row_key][key] for row_key in self._data)
+            width = max([column.label.cell_len, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
+            if width != column.content_width:
+                column.content_width = width
+                changed = True
+        if changed:
+            self._require_update_dimensions = True
+
+    def on_resize(self) -> None:
+        self._fit_last_column()
+
+    def _fit_last_column(self) -> None:
+        """A long text column at the end (the command line) takes the width that is left instead of
+        widening the table past the screen."""
+        if not self.column_keys or self.specs[self.column_keys[-1]].max_width is None or not self.size.width:
+            return
+        last = self.columns.get(self.column_keys[-1])  # type: ignore[call-overload]
+        if last is None:
+            return
+        others = sum(c.get_render_width(self) for k, c in self.columns.items() if k != last.key)
+        room = self.size.width - others - 2 * self.cell_padding - 1
+        if room >= 12:
+            if last.auto_width or last.width != room:
+                last.auto_width, last.width = False, room
+                self._require_update_dimensions = True
+                self.refresh()
+        elif not last.auto_width:
+            last.auto_width = True
+            self._require_update_dimensions = True
+            self.refresh()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(str(event.column_key.value))

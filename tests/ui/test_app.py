@@ -1,0 +1,456 @@
+"""Pilot tests: the dashboard driven like a user drives it, on the deterministic demo source."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from textual.widgets import Input, TabbedContent
+
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.source import SourceExhausted
+from sparktop.config import Config
+from sparktop.model import GpuReport, Snapshot
+from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.screens.help import HelpScreen
+from sparktop.ui.widgets.budget_bar import BarState, BudgetBar
+from sparktop.ui.widgets.creep_alerts import CreepAlerts
+from sparktop.ui.widgets.gpu_panel import GpuPanel
+from sparktop.ui.widgets.pressure_panel import PressurePanel
+from sparktop.ui.widgets.status_line import StatusLine
+from tests.ui.demo_app import make_app
+
+
+def rendered(widget) -> str:
+    return str(widget.render())
+
+
+def table_keys(table) -> list[str]:
+    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+
+
+async def test_dashboard_shows_pool_state_and_segments():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        bar = app.query_one(BudgetBar)
+        assert app.latest is not None
+        # The default scenario sits between the lines: over 80 GB, under 100 GB.
+        assert bar.state is BarState.BETWEEN
+        text = rendered(bar)
+        assert "over safe 80 GB" in text
+        assert "safe 80 GB ▼" in text and "aggressive 100 GB" in text
+        assert "pool 121.7 GiB" in text
+        keys = [s.key for s in bar.segments]
+        assert keys[-1] == "free" and "unattributed" in keys
+        assert sum(s.nbytes for s in bar.segments) == app.latest.memory.total
+        # Every container has its own segment.
+        assert {f"container:{c.id}" for c in app.latest.containers} <= set(keys)
+
+
+async def test_creep_alert_names_the_training_run():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        alerts = app.query_one(CreepAlerts)
+        assert alerts.display
+        text = str(alerts.render())
+        assert "ssd-tetris-train-1" in text
+        assert "GiB/min" in text
+        assert "aggressive 100 GB in ~" in text
+        # Nothing else creeps: one-off steps and noise stay quiet.
+        assert [a.label for a in app.creep] == ["ssd-tetris-train-1"]
+
+
+async def test_no_creep_alert_when_nothing_grows():
+    app = make_app("audio")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert not app.query_one(CreepAlerts).display
+
+
+async def test_critical_pressure_is_impossible_to_miss():
+    app = make_app("critical", warmup=60)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        banner = app.query_one("#critical-banner")
+        assert banner.has_class("-show") and banner.display
+        assert "CRITICAL MEMORY PRESSURE" in str(banner.render())
+        assert app.query_one(PressurePanel).has_class("-critical")
+        assert "CRITICAL" in rendered(app.query_one(PressurePanel))
+        # The banner stays on every tab.
+        await pilot.press("2")
+        assert banner.display and banner.region.height >= 1
+
+
+async def test_ok_pressure_has_no_banner():
+    app = make_app("audio")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert not app.query_one("#critical-banner").has_class("-show")
+        assert "OK" in rendered(app.query_one(PressurePanel))
+
+
+async def test_sort_by_keys_and_header_click():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("2")
+        table = app.query_one(ContainersTable)
+        assert table.sort_column == "total" and table.sort_reverse
+        totals = [table._rows[k].values["total"] for k in table_keys(table)]
+        assert totals == sorted(totals, reverse=True)
+
+        await pilot.press("o")  # next column after total: trend
+        assert table.sort_column == "trend"
+        await pilot.press("O")
+        assert table.sort_column == "trend" and not table.sort_reverse
+
+        # Click the "container" header: sorts by name, A→Z.
+        await pilot.click(ContainersTable, offset=(3, 0))
+        await pilot.pause()
+        assert table.sort_column == "name" and not table.sort_reverse
+        names = [table._rows[k].values["name"] for k in table_keys(table)]
+        assert names == sorted(names, key=str.lower)
+        await pilot.click(ContainersTable, offset=(3, 0))
+        assert table.sort_reverse
+        assert "▼" in str(table.columns["name"].label)  # type: ignore[index]
+
+
+async def test_filter_with_slash():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("slash")
+        box = app.query_one("#filter", Input)
+        assert box.has_focus
+        assert app.query_one(TabbedContent).active == "containers"
+        for ch in "audio":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        containers = app.query_one(ContainersTable)
+        assert containers.row_count == 2
+        assert all("audio" in containers._rows[k].values["name"] for k in table_keys(containers))
+        processes = app.query_one(ProcessesTable)
+        assert 0 < processes.row_count < len(app.latest.processes)
+        assert "filter: 'audio'" in str(app.query_one(StatusLine).render())
+        # The filter holds across refreshes.
+        await app.refresh_once()
+        assert containers.row_count == 2
+        # Esc clears it.
+        await pilot.press("slash", "escape")
+        assert containers.row_count == len(app.latest.containers)
+
+
+async def test_selection_survives_refreshes_and_resort():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        table = app.query_one(ProcessesTable)
+        assert table.has_focus
+        # gnome-shell: a host process in the middle of the table.
+        chosen = next(k for k in table_keys(table) if table._rows[k].values["name"] == "gnome-shell")
+        while table.selected_key != chosen:
+            await pilot.press("down")
+        chosen_pid = app.selected_process().pid
+        assert chosen_pid == 1039
+        for _ in range(5):
+            await app.refresh_once()
+            await pilot.pause()
+        assert table.selected_key == chosen
+        assert app.selected_process().pid == chosen_pid
+        await pilot.press("o")  # re-sort: the row moves, the cursor follows it
+        assert table.selected_key == chosen
+
+
+async def test_tables_update_rows_in_place():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("2")
+        table = app.query_one(ContainersTable)
+        calls = {"add": 0, "clear": 0}
+        original_add, original_clear = table.add_row, table.clear
+
+        def add_row(*args, **kwargs):
+            calls["add"] += 1
+            return original_add(*args, **kwargs)
+
+        def clear(*args, **kwargs):
+            calls["clear"] += 1
+            return original_clear(*args, **kwargs)
+
+        table.add_row, table.clear = add_row, clear  # type: ignore[method-assign]
+        await app.refresh_once()
+        assert calls == {"add": 0, "clear": 0}
+
+
+async def test_selected_container_lookup():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("2")
+        container = app.selected_container()
+        assert container is not None
+        assert container.name == "ollama"  # the largest, first by total
+        await pilot.press("down")
+        assert app.selected_container().name == "ssd-tetris-train-1"
+
+
+async def test_pause_freezes_the_views_but_not_the_history():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        bar = app.query_one(BudgetBar)
+        before = rendered(bar)
+        points = len(app.history)
+        await pilot.press("p")
+        assert app.paused
+        assert "PAUSED" in str(app.query_one(StatusLine).render())
+        for _ in range(30):
+            await app.refresh_once()
+        assert rendered(bar) == before
+        assert len(app.history) == points + 30
+        await pilot.press("p")
+        assert not app.paused
+        assert rendered(bar) != before
+
+
+async def test_interval_keys():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert app.interval == 1.0
+        await pilot.press("minus")
+        assert app.interval == 2.0
+        await pilot.press("plus", "plus")
+        assert app.interval == 0.5
+        assert "every 0.5 s" in str(app.query_one(StatusLine).render())
+
+
+async def test_theme_switch_recolours_the_bar():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert app.theme == "sparktop-dark"
+        dark_free = app.query_one(BudgetBar).segments[-1].color
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.theme != "sparktop-dark"
+        await pilot.pause()
+        assert app.query_one(BudgetBar).segments[-1].color != dark_free
+        seen = {app.theme}
+        for _ in range(3):
+            await pilot.press("t")
+            seen.add(app.theme)
+        assert {"sparktop-dark", "sparktop-light", "sparktop-high-contrast", "sparktop-nvidia"} <= seen
+
+
+async def test_help_screen():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_command_palette_lists_the_apps_actions():
+    app = make_app()
+    async with app.run_test(size=(120, 36)):
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {"Pause / resume", "Refresh faster", "Refresh slower", "Next sparktop theme", "Filter tables",
+                "Help", "Show containers"} <= titles  # fmt: skip
+
+
+def _no_overlap(app: SparktopApp) -> None:
+    screen = app.screen.region
+    visible = [
+        w for w in app.screen.query("#bar, #creep, #gpu, #pressure, #history, Footer, #status") if w.display
+    ]
+    regions = [(w, w.region) for w in visible if w.region.area]
+    for widget, region in regions:
+        assert screen.contains_region(region), f"{widget} outside the screen"
+    for i, (a, ra) in enumerate(regions):
+        for b, rb in regions[i + 1 :]:
+            assert not ra.overlaps(rb), f"{a} overlaps {b}"
+
+
+async def test_fits_80x24_and_200x60():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.has_class("-short") and not app.has_class("-too-small")
+        _no_overlap(app)
+        # The essentials are on screen at 80×24: the bar with its state, GPU and pressure.
+        for selector in ("#bar", "#gpu", "#pressure"):
+            assert app.query_one(selector).region.height > 0
+        assert app.query_one(BudgetBar).region.height >= 4
+        await pilot.press("2")
+        assert app.query_one(ContainersTable).region.height >= 5
+
+        await pilot.resize_terminal(200, 60)
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.has_class("-tall") and app.has_class("-wide")
+        _no_overlap(app)
+        assert app.query_one("#summary").region.height > 5
+
+
+async def test_too_small_terminal_shows_a_message():
+    app = make_app()
+    async with app.run_test(size=(50, 14)) as pilot:
+        await pilot.pause()
+        assert app.has_class("-too-small")
+        message = app.query_one("#too-small")
+        assert message.display and "too small" in str(message.render())
+        await app.refresh_once()  # ticks go on without errors
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert not app.has_class("-too-small")
+        assert app.query_one(BudgetBar).region.height > 0
+
+
+class FlakySource:
+    """Demo snapshots until `fail` is set, then an exception per sample."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.demo = DemoSource()
+        self.fail = False
+
+    def sample(self) -> Snapshot:
+        if self.fail:
+            raise OSError("docker socket timed out")
+        return self.demo.sample()
+
+    def close(self) -> None:
+        pass
+
+
+async def test_source_error_keeps_last_data_marked_stale():
+    source = FlakySource()
+    app = SparktopApp(source, Config(), auto_refresh=False, warmup=30, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        good = app.latest
+        before = rendered(app.query_one(BudgetBar))
+        source.fail = True
+        await app.refresh_once()
+        await pilot.pause()
+        assert app.latest is good
+        assert rendered(app.query_one(BudgetBar)) == before
+        assert "stale: OSError: docker socket timed out" in str(app.query_one(StatusLine).render())
+        assert app.query_one("#tabs").has_class("-stale")
+        source.fail = False
+        await app.refresh_once()
+        assert app.stale_reason is None and not app.query_one("#tabs").has_class("-stale")
+
+
+class SlowSource:
+    """Blocks in sample() until released: the UI must keep answering meanwhile."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.demo = DemoSource()
+        self.release = threading.Event()
+        self.calls = 0
+
+    def sample(self) -> Snapshot:
+        self.calls += 1
+        if self.calls > 1:
+            self.release.wait(5)
+        return self.demo.sample()
+
+    def close(self) -> None:
+        self.release.set()
+
+
+async def test_sampling_runs_off_the_event_loop():
+    source = SlowSource()
+    now = [100.0]
+    app = SparktopApp(source, Config(interval=0.1), clock=lambda: now[0])
+    async with app.run_test(size=(120, 36)) as pilot:
+        # The first sample arrives through the worker.
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.latest is not None:
+                break
+        assert app.latest is not None
+        # The second blocks in its thread; the UI still handles keys, and says the data is late.
+        started = time.monotonic()
+        await pilot.press("p")
+        assert app.paused and time.monotonic() - started < 2
+        now[0] += 60
+        await pilot.pause(0.3)
+        assert app.stale_reason and "no data for" in app.stale_reason
+        source.release.set()
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.stale_reason is None:
+                break
+        assert app.stale_reason is None
+
+
+class EndingSource:
+    name = "replay"
+
+    def __init__(self, n: int) -> None:
+        self.demo = DemoSource()
+        self.left = n
+
+    def sample(self) -> Snapshot:
+        if self.left <= 0:
+            raise SourceExhausted()
+        self.left -= 1
+        return self.demo.sample()
+
+    def close(self) -> None:
+        pass
+
+
+async def test_replay_end_keeps_the_last_frame():
+    app = SparktopApp(EndingSource(10), Config(), auto_refresh=False, warmup=20, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.source_ended and app.latest is not None
+        assert "end of recording" in str(app.query_one(StatusLine).render())
+
+
+class NoGpuSource:
+    name = "nogpu"
+
+    def __init__(self) -> None:
+        self.demo = DemoSource("audio")
+
+    def sample(self) -> Snapshot:
+        snapshot = self.demo.sample()
+        snapshot.gpu = GpuReport(available=False, reason="libnvidia-ml.so.1 not found")
+        snapshot.accounting = None
+        return snapshot
+
+    def close(self) -> None:
+        pass
+
+
+async def test_no_gpu_is_explained_in_one_line():
+    app = SparktopApp(NoGpuSource(), Config(), auto_refresh=False, warmup=5, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        text = rendered(app.query_one(GpuPanel))
+        assert text.startswith("No NVIDIA GPU / NVML: libnvidia-ml.so.1 not found")
+        assert "\n" not in text
+        assert app.latest.accounting is not None  # computed when a source leaves it out
+
+
+async def test_units_gb_and_thresholds_from_config():
+    app = make_app(config=Config(units="GB", safe_gb=60, max_gb=90))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        text = rendered(app.query_one(BudgetBar))
+        assert "pool 130.7 GB" in text
+        assert "safe 60 GB" in text and "aggressive 90 GB" in text
+        assert "GiB" not in text
+
+
+async def test_bad_theme_name_is_reported_and_default_used():
+    app = make_app(config=Config(theme="no-such-theme"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.theme == "sparktop-dark"
+        assert any("no-such-theme" in n.message for n in app._notifications)

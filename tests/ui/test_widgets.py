@@ -1,0 +1,103 @@
+"""The dashboard's pieces on their own: bar geometry, legend folding, colour stability, formatting."""
+
+from __future__ import annotations
+
+from sparktop.model import GB, GIB, Accounting, Consumer
+from sparktop.ui.format import fmt_bytes, fmt_duration, fmt_rate, sparkline
+from sparktop.ui.themes import load_themes
+from sparktop.ui.widgets.budget_bar import (
+    BarState,
+    BudgetBar,
+    ColorAssigner,
+    _columns,
+    bar_state,
+    build_segments,
+)
+from sparktop.ui.widgets.tables import RowTrends
+
+PALETTE = load_themes()[0]["sparktop-dark"].palette
+POOL = 128 * GB
+
+
+def accounting(*sizes: int, unattributed: int = 2 * GIB) -> Accounting:
+    consumers = [
+        Consumer(key=f"container:{i}", label=f"c{i}", kind="container", cpu_bytes=n)
+        for i, n in enumerate(sizes)
+    ]
+    return Accounting(used=sum(sizes) + unattributed, consumers=consumers, unattributed=unattributed)
+
+
+def test_bar_state_words():
+    assert bar_state(79 * GB, 80 * GB, 100 * GB) is BarState.UNDER_SAFE
+    assert bar_state(80 * GB, 80 * GB, 100 * GB) is BarState.BETWEEN
+    assert bar_state(100 * GB, 80 * GB, 100 * GB) is BarState.OVER_AGGRESSIVE
+
+
+def test_segments_cover_the_pool_in_order():
+    acct = accounting(10 * GIB, 40 * GIB)
+    acct.consumers.append(Consumer(key="host-other", label="other", kind="host-other", cpu_bytes=GIB))
+    acct.used += GIB
+    segments = build_segments(acct, POOL, PALETTE, ColorAssigner())
+    assert [s.key for s in segments] == ["container:1", "container:0", "host-other", "unattributed", "free"]
+    assert sum(s.nbytes for s in segments) == POOL
+    assert segments[-1].color == PALETTE.free
+
+
+def test_columns_place_boundaries_where_the_bytes_say():
+    acct = accounting(32 * GB, 32 * GB, unattributed=0)
+    segments = build_segments(acct, POOL, PALETTE, ColorAssigner())
+    cols = _columns(segments, POOL, 100)
+    assert sum(cols) == 100
+    assert cols == [25, 25, 50]
+
+
+def test_colours_stay_with_their_consumer():
+    colors = ColorAssigner()
+    first = colors.assign(["a", "b", "c"], 8)
+    second = colors.assign(["c", "b", "d", "a"], 8)  # reordered, one new
+    assert {k: second[k] for k in "abc"} == first
+    assert second["d"] not in first.values()
+
+
+def test_legend_folds_small_consumers_but_keeps_unattributed_and_free():
+    bar = BudgetBar()
+    acct = accounting(*(GIB * (i + 1) for i in range(12)))
+    bar.segments = build_segments(acct, POOL, PALETTE, ColorAssigner())
+    bar.legend_lines = 2
+    lines = bar._legend("GiB", 80)
+    assert len(lines) == 2
+    text = "\n".join(str(line) for line in lines)
+    assert "more" in text and "unattributed" in text and "free" in text
+    assert "c11 12.0 GiB" in text  # the largest stays named
+
+
+def test_formatting():
+    assert fmt_bytes(None) == "—"
+    assert fmt_bytes(300 * 1024**2) == "300 MiB"
+    assert fmt_bytes(int(1.5 * GIB)) == "1.5 GiB"
+    assert fmt_bytes(int(1.5 * GB), "GB") == "1.5 GB"
+    assert fmt_rate(1.3 * GB, "GB") == "+1.3 GB/min"
+    assert fmt_rate(-5 * 1024**2) == "-5 MiB/min"
+    assert fmt_rate(1000.0) == "0 MiB/min"
+    assert fmt_duration(45) == "45 s" and fmt_duration(14 * 60) == "14 min"
+    assert fmt_duration(125 * 60) == "2 h 05 min"
+    assert sparkline([0, 50, 100], 3, 0, 100) == "▁▅█"
+    assert sparkline([None, 1.0], 4) == "   █"
+
+
+def test_row_trends_slope_and_forgetting():
+    trends = RowTrends(window_s=300, step_s=5, min_span_s=60)
+    for i in range(100):  # 100 s at 1 Hz: one point kept every 5 s
+        trends.add(float(i), {"grow": 1_000_000 * i, "flat": 5})
+    assert abs(trends.rate_per_min("grow") - 60_000_000) < 1
+    assert trends.rate_per_min("flat") == 0
+    assert trends.rate_per_min("unknown") is None
+    trends.add(100.0, {"flat": 5})
+    assert trends.rate_per_min("grow") is None  # gone: forgotten
+
+
+def test_row_trends_need_a_minute_of_points():
+    trends = RowTrends(step_s=5, min_span_s=60)
+    for i in range(30):
+        trends.add(float(i), {"new": i})
+    assert trends.rate_per_min("new") is None

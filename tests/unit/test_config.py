@@ -1,0 +1,128 @@
+"""The config file: defaults, valid settings, and every kind of mistake reported with file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparktop.config import (
+    DEFAULT_CONTAINER_COLUMNS,
+    Config,
+    default_config_path,
+    load_config,
+)
+from sparktop.model import GB
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults():
+    config = Config()
+    assert config.interval == 1.0
+    assert config.safe_bytes == 80 * GB and config.max_bytes == 100 * GB
+    assert config.theme == "sparktop-dark" and config.units == "GiB"
+    assert config.container_columns == list(DEFAULT_CONTAINER_COLUMNS)
+
+
+def test_missing_default_file_is_silent(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert default_config_path() == tmp_path / "sparktop" / "config.toml"
+    config, errors = load_config()
+    assert config == Config() and errors == []
+
+
+def test_missing_explicit_file_is_reported(tmp_path):
+    config, errors = load_config(tmp_path / "nope.toml")
+    assert config == Config()
+    assert errors == [f"{tmp_path / 'nope.toml'}: no such file; using the defaults"]
+
+
+def test_valid_file(tmp_path):
+    path = write(
+        tmp_path,
+        """
+interval = 2
+safe_gb = 70.5
+max_gb = 95
+theme = "sparktop-light"
+units = "GB"
+container_columns = ["name", "gpu", "total"]
+process_columns = ["pid", "name", "rss"]
+stop_timeout = 5
+read_only = true
+history_hours = 2
+""",
+    )
+    config, errors = load_config(path)
+    assert errors == []
+    assert config.interval == 2.0 and isinstance(config.interval, float)
+    assert config.safe_gb == 70.5 and config.max_gb == 95.0
+    assert config.theme == "sparktop-light" and config.units == "GB"
+    assert config.container_columns == ["name", "gpu", "total"]
+    assert config.process_columns == ["pid", "name", "rss"]
+    assert config.stop_timeout == 5.0 and config.read_only is True and config.history_hours == 2.0
+
+
+def test_syntax_error_names_file_and_line_and_uses_defaults(tmp_path):
+    path = write(tmp_path, 'interval = 2\nunits = "GB"\nsafe_gb = = 3\n')
+    config, errors = load_config(path)
+    assert config == Config()
+    assert len(errors) == 1
+    assert errors[0].startswith(f"{path} line 3: ")
+    assert errors[0].endswith("using the defaults")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('interval = "fast"', "interval must be a number, not 'fast'"),
+        ("interval = 0.01", "interval must be at least 0.1 seconds"),
+        ("interval = true", "interval must be a number, not True"),
+        ('units = "MB"', "units must be one of GiB, GB"),
+        ("safe_gb = -1", "safe_gb must be greater than 0"),
+        ('container_columns = ["name", "bogus"]', "unknown column 'bogus'"),
+        ("container_columns = []", "container_columns needs at least one column"),
+        ("process_columns = [1, 2]", "process_columns must be a list of column names"),
+        ("read_only = 1", "read_only must be true or false, not 1"),
+        ("colour = 3", "unknown setting 'colour'"),
+    ],
+)
+def test_bad_value_reports_file_line_and_keeps_default(tmp_path, line, message):
+    path = write(tmp_path, f'theme = "sparktop-nvidia"\n{line}\n')
+    config, errors = load_config(path)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{path} line 2: ")
+    assert message in errors[0]
+    # The bad key keeps its default; the good one is used.
+    assert config.theme == "sparktop-nvidia"
+    key = line.split("=")[0].strip()
+    if hasattr(Config, key):
+        assert getattr(config, key) == getattr(Config(), key)
+
+
+def test_max_below_safe_falls_back_to_both_defaults(tmp_path):
+    path = write(tmp_path, "safe_gb = 90\nmax_gb = 60\n")
+    config, errors = load_config(path)
+    assert config.safe_gb == 80.0 and config.max_gb == 100.0
+    assert len(errors) == 1 and f"{path} line 2" in errors[0] and "below safe_gb" in errors[0]
+
+
+def test_file_is_never_written(tmp_path):
+    path = write(tmp_path, "interval = 0.01\nbogus = 1\n")
+    before = path.read_bytes()
+    mtime = path.stat().st_mtime_ns
+    load_config(path)
+    assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
+
+
+def test_unreadable_file(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"\xff\xfe not utf-8")
+    config, errors = load_config(path)
+    assert config == Config()
+    assert errors and errors[0].startswith(f"{path}: cannot read")
