@@ -687,7 +687,7 @@ class DemoSource:
             util += busy_util
             busy = busy_util > 5
             stopping = c.remove_at is not None
-            started = t - spec.uptime_s
+            started = self.start - spec.uptime_s  # fixed: a process keeps its start time
             cycle = (elapsed % spec.creep_cycle_s) if spec.creep_cycle_s else elapsed
             creep_gpu = int(spec.creep_gpu * cycle)
             creep_cpu = int(spec.creep_cpu * cycle)

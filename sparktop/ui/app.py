@@ -35,7 +35,9 @@ from sparktop.config import Config
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.ui.format import fmt_size
 from sparktop.ui.screens.help import HelpScreen
+from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
+from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.consumer_summary import ConsumerSummary
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
@@ -85,7 +87,12 @@ class SparktopApp(App[None]):
         Binding("1", "show_tab('dashboard')", "Dashboard", show=False),
         Binding("2", "show_tab('containers')", "Containers", show=False),
         Binding("3", "show_tab('processes')", "Processes", show=False),
+        Binding("4,w", "show_tab('whatif')", "What-if"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("s", "stop_container", "Stop"),
+        Binding("S", "stop_project", "Stop project", show=False),
+        Binding("k", "terminate", "SIGTERM", show=False),
+        Binding("K", "kill", "Kill", show=False),
     ]
 
     def __init__(
@@ -132,6 +139,14 @@ class SparktopApp(App[None]):
         self._previous_level: PressureLevel | None = None
         self._timer = None
         self._chart_drawn_at: float | None = None
+        self.stops = StopActions(
+            self,
+            source,
+            timeout=self.config.stop_timeout,
+            read_only=self.read_only,
+            units=self.config.units,
+            on_change=self._render,
+        )
 
     # -- layout ----------------------------------------------------------------------------------------------
 
@@ -157,6 +172,8 @@ class SparktopApp(App[None]):
                 yield ProcessesTable(
                     PROCESS_COLUMN_SPECS, self.config.process_columns, "total", id="processes-table"
                 )
+            with TabPane("What-if", id="whatif"):
+                yield WhatIfPane(context=self._whatif_context, id="whatif-pane")
         yield Input(placeholder="filter containers and processes (Enter keeps, Esc clears)", id="filter")
         yield Static("", id="too-small")
         yield Footer()
@@ -288,6 +305,7 @@ class SparktopApp(App[None]):
         self.creep = detect_creep(
             self.history, self.config.safe_bytes, self.config.max_bytes, snapshot.memory.total, CREEP_WINDOW_S
         )
+        self.stops.observe(snapshot)
 
     # -- drawing -------------------------------------------------------------------------------------------
 
@@ -312,6 +330,7 @@ class SparktopApp(App[None]):
         total = snapshot.memory.total
         bar = self.query_one(BudgetBar)
         bar.show(accounting, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
+        self.query_one(WhatIfPane).refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
         self.query_one(CreepAlerts).show_alerts(self.creep, units)
@@ -326,7 +345,7 @@ class SparktopApp(App[None]):
         rate = self._rate
         active = self.query_one(TabbedContent).active
         for table, rows in (
-            (self.query_one(ContainersTable), container_rows(snapshot, rate)),
+            (self.query_one(ContainersTable), self.stops.mark_rows(container_rows(snapshot, rate))),
             (self.query_one(ProcessesTable), process_rows(snapshot, self.process_trends.rate_per_min)),
         ):
             table.warn_color = palette.warn
@@ -395,6 +414,27 @@ class SparktopApp(App[None]):
 
     def selected_process(self) -> ProcessInfo | None:
         return self.query_one(ProcessesTable).selected_item()
+
+    def _selected_row(self) -> ContainerInfo | ProcessInfo | None:
+        """The row the stop and signal keys act on: the selection of the table on screen."""
+        active = self.query_one(TabbedContent).active
+        if active == "containers":
+            return self.selected_container()
+        if active == "processes":
+            return self.selected_process()
+        return None
+
+    def action_stop_container(self) -> None:
+        self.stops.stop(self._selected_row())
+
+    def action_stop_project(self) -> None:
+        self.stops.stop_project(self._selected_row())
+
+    def action_terminate(self) -> None:
+        self.stops.terminate(self._selected_row())
+
+    def action_kill(self) -> None:
+        self.stops.kill(self._selected_row())
 
     def _active_table(self) -> ConsumerTable | None:
         active = self.query_one(TabbedContent).active
@@ -494,6 +534,10 @@ class SparktopApp(App[None]):
         if table is not None:
             table.reverse_sort()
 
+    def _whatif_context(self) -> WhatIfContext:
+        cfg = self.config
+        return WhatIfContext(self.latest, cfg.safe_bytes, cfg.max_bytes, cfg.units, self.palette)
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand(
@@ -518,4 +562,8 @@ class SparktopApp(App[None]):
         yield SystemCommand(
             "Show processes", "The processes table (3)", lambda: self.action_show_tab("processes")
         )
+        yield SystemCommand(
+            "Show what-if planner", "Plan workloads against the memory budget (w)",
+            lambda: self.action_show_tab("whatif"),
+        )  # fmt: skip
         yield SystemCommand("Help", "Keys and how to read the dashboard (?)", self.action_help)

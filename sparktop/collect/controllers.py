@@ -1,0 +1,48 @@
+"""Which controller can act on a source's containers: the demo's own, Docker for the live machine, none for a
+recording. The app asks here once at start; nothing is connected until the first stop."""
+
+from __future__ import annotations
+
+from sparktop.collect.control import ContainerController
+from sparktop.collect.source import SnapshotSource
+
+REPLAY_REASON = "replay: nothing to stop"
+
+
+def controller_for(source: SnapshotSource) -> ContainerController | None:
+    """DemoSource → its simulated controller; LiveSource → a DockerController on the same engine as its
+    discovery; anything else (a replay) → None, see `no_controller_reason`."""
+    from sparktop.collect.demo import DemoSource
+    from sparktop.collect.sampler import LiveSource
+
+    if isinstance(source, DemoSource):
+        return source.controller()
+    if isinstance(source, LiveSource):
+        from sparktop.collect.docker import DockerController
+
+        return DockerController(base_url=_discovery_url(source))
+    return None
+
+
+def no_controller_reason(source: SnapshotSource) -> str:
+    """One line saying why `controller_for(source)` is None."""
+    name = getattr(source, "name", type(source).__name__)
+    if name == "replay":
+        return REPLAY_REASON
+    return f"{name}: this source has no containers to stop"
+
+
+def refresh_names(source: SnapshotSource) -> None:
+    """Ask the source's Docker discovery to re-list containers on the next sample (after a stop), so the
+    status column does not wait out the discovery interval."""
+    discovery = getattr(source, "_docker", None)
+    invalidate = getattr(discovery, "invalidate", None)
+    if callable(invalidate):
+        invalidate()
+
+
+def _discovery_url(source: SnapshotSource) -> str | None:
+    # LiveSource keeps its discovery private; its base_url is what it was built with (None: the default
+    # endpoint, which DockerController resolves the same way).
+    discovery = getattr(source, "_docker", None)
+    return getattr(discovery, "_base_url", None)

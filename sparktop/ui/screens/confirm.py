@@ -1,0 +1,171 @@
+"""Confirmation dialogs for stopping containers and signalling processes.
+
+Cancel has the focus when a dialog opens, so a stray Enter never stops anything: Enter presses the focused
+button, `y` (or the action's own key, K for a kill) confirms from anywhere in the dialog, `n` / Esc cancel.
+The dialog returns True (confirmed) or False through `dismiss`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.markup import escape
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from sparktop.ui.format import fmt_bytes
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a dialog names: a container (or a process) and the memory it holds now."""
+
+    label: str
+    cpu_bytes: int | None = None
+    gpu_bytes: int | None = None
+    image: str | None = None
+    project: str | None = None
+    service: str | None = None
+    detail: str | None = None  # a process's command line, a container's short id
+
+    @property
+    def total(self) -> int:
+        return (self.cpu_bytes or 0) + (self.gpu_bytes or 0)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no dialog: `title`, body lines (Rich markup), a red confirm button and a focused Cancel."""
+
+    AUTO_FOCUS = "#cancel"
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; background: $background 60%; }
+    ConfirmScreen > #dialog {
+        width: auto; min-width: 44; max-width: 96%; height: auto; max-height: 96%;
+        border: thick $error; background: $surface; padding: 0 2;
+    }
+    ConfirmScreen #title { text-style: bold; width: auto; margin-bottom: 1; }
+    ConfirmScreen #body { width: auto; max-width: 72; height: auto; max-height: 20; overflow-y: auto; }
+    ConfirmScreen #hint { color: $text-muted; width: auto; margin-top: 1; }
+    ConfirmScreen #buttons { height: auto; width: auto; margin-top: 1; }
+    ConfirmScreen Button { margin-right: 2; min-width: 12; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "confirm", "Confirm", show=False),
+        Binding("n,escape", "cancel", "Cancel", show=False),
+        Binding("left,right", "switch", "Switch button", show=False),
+    ]
+
+    def __init__(
+        self,
+        title: str,
+        lines: Iterable[str],
+        confirm_label: str = "Stop",
+        confirm_keys: Sequence[str] = (),
+    ) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = list(lines)
+        self.confirm_label = confirm_label
+        # Extra keys that confirm besides `y` (K confirms a kill, so K twice kills).
+        self.confirm_keys = tuple(confirm_keys)
+
+    def compose(self) -> ComposeResult:
+        keys = "/".join(("y", *self.confirm_keys))
+        with Vertical(id="dialog"):
+            yield Static(self.title_text, id="title", markup=False)
+            yield Static("\n".join(self.lines), id="body")
+            with Horizontal(id="buttons"):
+                yield Button(f"{self.confirm_label} ({keys})", id="confirm", variant="error")
+                yield Button("Cancel (n/Esc)", id="cancel", variant="primary")
+            yield Static(f"{keys}: {self.confirm_label.lower()} · n/Esc: cancel · ←/→: switch", id="hint")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm")
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in self.confirm_keys:
+            event.stop()
+            self.dismiss(True)
+
+    def action_confirm(self) -> None:
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+    def action_switch(self) -> None:
+        focused = self.focused
+        target = "#confirm" if focused is None or focused.id == "cancel" else "#cancel"
+        self.query_one(target, Button).focus()
+
+
+# --- what each dialog says ----------------------------------------------------------------------------------
+
+
+def memory_line(target: Target, units: str) -> str:
+    return (
+        f"memory: [b]{fmt_bytes(target.total, units)}[/b]  "
+        f"(CPU side {fmt_bytes(target.cpu_bytes, units)}, GPU side {fmt_bytes(target.gpu_bytes, units)})"
+    )
+
+
+def container_lines(target: Target, units: str) -> list[str]:
+    compose = "—"
+    if target.project or target.service:
+        compose = f"{escape(target.project or '?')} / {escape(target.service or '?')}"
+    lines = [
+        f"container: [b]{escape(target.label)}[/b]"
+        + (f"  ({escape(target.detail)})" if target.detail else ""),
+        f"image: {escape(target.image or '—')}",
+        f"compose project / service: {compose}",
+        memory_line(target, units),
+    ]
+    return lines
+
+
+def stop_dialog(target: Target, units: str, timeout: float) -> ConfirmScreen:
+    lines = container_lines(target, units)
+    lines.append(f"\nSIGTERM, then the engine's SIGKILL after {timeout:g} s.")
+    return ConfirmScreen(f"Stop container {target.label}?", lines, "Stop")
+
+
+def kill_dialog(target: Target, units: str, why: str | None = None) -> ConfirmScreen:
+    lines = ([escape(why), ""] if why else []) + container_lines(target, units)
+    lines.append("\nSIGKILL now: the container gets no chance to clean up.")
+    return ConfirmScreen(f"Kill container {target.label}?", lines, "Kill", confirm_keys=("K",))
+
+
+def project_dialog(project: str, targets: Sequence[Target], units: str, timeout: float) -> ConfirmScreen:
+    width = max((len(t.label) for t in targets), default=0)
+    lines = [f"compose project [b]{escape(project)}[/b]: {len(targets)} running container(s)", ""]
+    for t in targets:
+        # One short line each (80 columns): name, service, memory; the image is in the `s` dialog.
+        lines.append(
+            f"  [b]{escape(t.label.ljust(width))}[/b]  {fmt_bytes(t.total, units):>9}"
+            f"  (CPU {fmt_bytes(t.cpu_bytes, units)}, GPU {fmt_bytes(t.gpu_bytes, units)})"
+            + (f"  {escape(t.service)}" if t.service else "")
+        )
+    total = sum(t.total for t in targets)
+    lines.append(f"\nmemory in all: [b]{fmt_bytes(total, units)}[/b]")
+    lines.append(f"SIGTERM, then the engine's SIGKILL after {timeout:g} s.")
+    return ConfirmScreen(f"Stop compose project {project}?", lines, "Stop all")
+
+
+def signal_dialog(target: Target, pid: int, signame: str, units: str) -> ConfirmScreen:
+    lines = [
+        f"process: [b]{escape(target.label)}[/b]  PID {pid}",
+        f"command: {escape(target.detail or '—')}",
+        memory_line(target, units),
+    ]
+    if signame == "SIGKILL":
+        lines.append("\nSIGKILL: the process gets no chance to clean up.")
+    label = "Kill" if signame == "SIGKILL" else "Terminate"
+    keys = ("K",) if signame == "SIGKILL" else ("k",)
+    return ConfirmScreen(f"Send {signame} to {target.label} ({pid})?", lines, label, confirm_keys=keys)

@@ -1,0 +1,396 @@
+"""The dashboard's stop keys against a real Docker engine: SparktopApp on a LiveSource pointed at the private
+engine, driven with Pilot; the outcome is checked with the engine's own inspect and later snapshots.
+
+The timeout → kill path: dockerd SIGKILLs a container that ignores SIGTERM once the stop timeout is up, so
+ignoring SIGTERM never produces a StopTimeout on a real engine. Only a hung runtime does: the container's
+containerd shim is SIGSTOPped (the trick of test_docker_control.py), the engine's stop call never returns and
+our HTTP deadline ends it. The test then lets the runtime move again and confirms the kill. The kill of a
+container that truly will not die is shown on the demo controller in tests/ui/test_stop.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
+from sparktop.collect.sampler import LiveSource
+from sparktop.config import Config
+from sparktop.model import GpuReport
+from sparktop.ui.app import ContainersTable, SparktopApp
+from sparktop.ui.format import fmt_bytes
+from sparktop.ui.screens.confirm import ConfirmScreen
+from sparktop.ui.stop import READ_ONLY
+from tests.integration.engine import DockerEngine, run_as_user, unique_name
+
+pytestmark = pytest.mark.docker
+
+SHM = 200_000_000
+# Exits on SIGTERM (the trap interrupts `wait`); holds 200 MB in /dev/shm meanwhile.
+SHM_HOLDER = f"sh -c 'trap \"exit 0\" TERM; head -c {SHM} /dev/zero > /dev/shm/x; sleep 3600 & wait'"
+POLITE = "sh -c 'trap \"exit 0\" TERM; sleep 3600 & wait'"
+STUBBORN = "sh -c 'trap \"\" TERM; sleep 3600'"
+
+
+class NoGpu:
+    def collect(self) -> GpuReport:
+        return GpuReport(available=False, reason="no GPU in the test")
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The action log goes to $XDG_STATE_HOME/sparktop/actions.log: a fresh one per test."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    yield tmp_path / "state" / "sparktop" / "actions.log"
+
+
+def live_app(url: str, config: Config | None = None, **kw) -> SparktopApp:
+    source = LiveSource(nvml=NoGpu(), docker=DockerDiscovery(base_url=url, refresh_s=0.5))
+    app = SparktopApp(
+        source,
+        config or Config(),
+        auto_refresh=False,
+        warmup=1,
+        user_theme_dir=Path("/nonexistent/sparktop-themes"),
+        **kw,
+    )
+    app.animation_level = "none"
+    return app
+
+
+def running(engine: DockerEngine, cid: str) -> bool:
+    return engine.client.api.inspect_container(cid)["State"]["Running"]
+
+
+def wait_for_shm(container, timeout: float = 30.0) -> None:
+    """Until the container's /dev/shm holds the 200 MB (seen from inside: `du` of the tmpfs)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = container.exec_run(["sh", "-c", "ls -l /dev/shm/x"]).output.decode()
+        parts = out.split()
+        if len(parts) > 4 and parts[4].isdigit() and int(parts[4]) >= SHM:
+            return
+        assert time.monotonic() < deadline, f"/dev/shm not filled: {out!r}"
+        time.sleep(0.1)
+
+
+async def select(app: SparktopApp, pilot, cid: str) -> None:
+    """The Containers tab, cursor on the container's row (after a fresh sample)."""
+    await app.refresh_once()
+    await pilot.press("2")
+    await pilot.pause()
+    table = app.query_one(ContainersTable)
+    table.move_cursor(row=table.get_row_index(f"container:{cid}"), animate=False)
+    await pilot.pause()
+    selected = app.selected_container()
+    assert selected is not None and selected.id == cid
+
+
+async def settle(app: SparktopApp, pilot) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def sample_until(app: SparktopApp, pilot, done, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"gave up waiting; reports: {app.stops.reports}"
+        await app.refresh_once()
+        await pilot.pause(0.2)
+
+
+def dialog_text(app: SparktopApp) -> str:
+    from textual.widgets import Static
+
+    assert isinstance(app.screen, ConfirmScreen)
+    return "\n".join(str(w.render()) for w in app.screen.query(Static))
+
+
+def status_cell(app: SparktopApp, cid: str) -> str:
+    """The operation shown on the container's row (before its name; the status column is optional)."""
+    table = app.query_one(ContainersTable)
+    name = str(table.get_cell(f"container:{cid}", "name"))
+    for state in ("stopping…", "killing…", "timed out (K)", "stopped"):
+        if name.startswith(state + " "):
+            return state
+    return ""
+
+
+def log_lines(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# --- stop, cancel ---------------------------------------------------------------------------------------
+
+
+async def test_stop_a_container_holding_shm_frees_it(docker_engine, docker_run, state_dir) -> None:
+    c = docker_run(unique_name("shm-stop"), SHM_HOLDER, shm_size="300m")
+    wait_for_shm(c)
+    app = live_app(docker_engine.socket_url)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await select(app, pilot, c.id)
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.screen.focused is not None and app.screen.focused.id == "cancel"
+        text = dialog_text(app)
+        assert f"Stop container {c.name}?" in text
+        assert docker_engine.image in text
+        consumer = next(k for k in app.latest.accounting.consumers if k.key == f"container:{c.id}")
+        assert consumer.cpu_bytes >= SHM  # the cgroup charges the shm pages to the container
+        assert f"memory: {fmt_bytes(consumer.total)}" in text
+        assert f"GPU side {fmt_bytes(consumer.gpu_bytes)}" in text
+        used_before = app.latest.memory.used
+        await pilot.press("y")
+        await pilot.pause()
+        assert status_cell(app, c.id) in ("stopping…", "stopped")
+        await settle(app, pilot)
+
+        state = docker_engine.client.api.inspect_container(c.id)["State"]
+        assert state["Status"] == "exited" and state["ExitCode"] == 0
+
+        await sample_until(app, pilot, lambda: not app.stops.pending)
+        snap = app.latest
+        assert c.id not in {x.id for x in snap.containers}
+        assert f"container:{c.id}" not in {k.key for k in snap.accounting.consumers}
+        freed = used_before - snap.memory.used
+        report = app.stops.reports[-1]
+        assert report.startswith(f"stopped {c.name} — freed {fmt_bytes(max(0, freed))}"), report
+        ((_, action, target, result),) = log_lines(state_dir)
+        assert (action, target, result) == ("stop", f"container {c.name} ({c.id[:12]})", "stopped")
+
+
+async def test_cancel_leaves_it_running(docker_engine, docker_run, state_dir) -> None:
+    c = docker_run(unique_name("cancel"), POLITE)
+    app = live_app(docker_engine.socket_url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)
+        await pilot.press("s")
+        assert app.screen.focused.id == "cancel"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        time.sleep(1.0)
+        await app.refresh_once()
+        assert running(docker_engine, c.id)
+        assert c.id in {x.id for x in app.latest.containers}
+        assert app.stops.pending == {} and log_lines(state_dir) == []
+
+
+# --- timeout, then kill ---------------------------------------------------------------------------------
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+
+async def test_timeout_then_kill(docker_engine, docker_run, state_dir) -> None:
+    c = docker_run(unique_name("hung"), STUBBORN)
+    c.reload()
+    pid = c.attrs["State"]["Pid"]
+    shim = _ppid(pid)
+    with open(f"/proc/{shim}/cmdline", "rb") as fh:
+        assert b"containerd-shim" in fh.read()
+    app = live_app(docker_engine.socket_url, Config(stop_timeout=1))
+    app.stops.controller.api_timeout = 2  # HTTP deadline of the stop: 2 + 1 s
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)
+        await pilot.press("s")
+        assert "after 1 s" in dialog_text(app)
+        os.kill(shim, signal.SIGSTOP)
+        try:
+            await pilot.press("y")
+            await settle(app, pilot)
+            # (no inspect while the shim is stopped: the engine holds the container's lock for the stop)
+            assert os.path.exists(f"/proc/{pid}"), "the container's process should still be alive"
+            said = [r for r in app.stops.reports if "did not stop within 1 s" in r]
+            assert said and said[0].endswith("— K kills it"), app.stops.reports
+            assert status_cell(app, c.id) == "timed out (K)"
+            # the second confirmation is open, Cancel focused
+            assert isinstance(app.screen, ConfirmScreen) and app.screen.focused.id == "cancel"
+            assert f"Kill container {c.name}?" in dialog_text(app)
+        finally:
+            os.kill(shim, signal.SIGCONT)
+        await pilot.press("K")
+        await settle(app, pilot)
+        await sample_until(app, pilot, lambda: not app.stops.pending)
+        assert not running(docker_engine, c.id)
+        assert app.stops.reports[-1].startswith(f"killed {c.name} — freed "), app.stops.reports
+        assert [(a, r.split(":")[0]) for _, a, _, r in log_lines(state_dir)] == [
+            ("stop", "timeout"),
+            ("kill", "killed"),
+        ]
+
+
+# --- compose project ------------------------------------------------------------------------------------
+
+
+async def test_compose_project_stop(docker_engine, docker_run, state_dir) -> None:
+    project = unique_name("stoplab")
+
+    def compose(proj: str, service: str):
+        labels = {"com.docker.compose.project": proj, "com.docker.compose.service": service}
+        return docker_run(unique_name(f"{proj}-{service}"), POLITE, labels=labels)
+
+    whisper, tts = compose(project, "whisper"), compose(project, "tts")
+    other = compose(unique_name("otherlab"), "whisper")
+    app = live_app(docker_engine.socket_url)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await select(app, pilot, whisper.id)
+        await pilot.press("S")
+        await settle(app, pilot)  # the engine is asked for the project's containers in a worker
+        text = dialog_text(app)
+        assert f"Stop compose project {project}?" in text and "2 running container(s)" in text
+        assert whisper.name in text and tts.name in text and other.name not in text
+        assert app.screen.focused.id == "cancel"
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert not running(docker_engine, whisper.id) and not running(docker_engine, tts.id)
+        assert running(docker_engine, other.id)
+        await sample_until(app, pilot, lambda: not app.stops.pending)
+        assert app.stops.reports[-1].startswith(
+            f"stopped compose project {project}: 2 of 2 containers — freed"
+        )
+        assert sorted(t for _, _, t, _ in log_lines(state_dir)) == sorted(
+            f"container {x.name} ({x.id[:12]})" for x in (whisper, tts)
+        )
+
+
+# --- read-only ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["flag", "config"])
+async def test_read_only(docker_engine, docker_run, state_dir, how: str) -> None:
+    c = docker_run(
+        unique_name("ro"),
+        POLITE,
+        labels={"com.docker.compose.project": "ro-lab", "com.docker.compose.service": "x"},
+    )
+    if how == "flag":
+        app = live_app(docker_engine.socket_url, read_only=True)
+    else:
+        app = live_app(docker_engine.socket_url, Config(read_only=True))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)
+        for key in ("s", "S", "K", "k"):
+            n = len(app.stops.reports)
+            await pilot.press(key)
+            await settle(app, pilot)
+            assert not isinstance(app.screen, ConfirmScreen), key
+            assert app.stops.reports[n:] == [READ_ONLY], key
+        assert running(docker_engine, c.id)
+        assert log_lines(state_dir) == []
+
+
+# --- when Docker is not there ---------------------------------------------------------------------------
+
+
+async def test_socket_missing(docker_engine, docker_run, state_dir) -> None:
+    c = docker_run(unique_name("nosock"), POLITE)
+    url = docker_engine.missing_socket_url()
+    app = live_app(url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)  # found by its cgroup, shown by ID
+        assert app.selected_container().label == c.id[:12]
+        await pilot.press("s", "y")
+        await settle(app, pilot)
+        path = url[len("unix://") :]
+        assert app.stops.reports[-1] == f"Docker socket {path} not found — is the Docker engine running?"
+        assert app.is_running and app.stops.pending == {}
+        assert running(docker_engine, c.id)
+        ((_, _, _, result),) = log_lines(state_dir)
+        assert result.startswith("failed: Docker socket")
+
+
+async def test_container_already_gone(docker_engine, docker_run, state_dir) -> None:
+    c = docker_run(unique_name("vanishing"), POLITE)
+    app = live_app(docker_engine.socket_url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)
+        await pilot.press("s")
+        docker_engine.client.api.remove_container(c.id, force=True)
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert app.stops.reports[-1] == f"container {c.id[:12]} is already gone"
+        await app.refresh_once()
+        assert c.id not in {x.id for x in app.latest.containers}
+        assert app.is_running
+
+
+async def test_engine_stopped_while_the_dialog_is_open(spare_engine: DockerEngine, state_dir) -> None:
+    c = spare_engine.run(unique_name("orphan"), POLITE)
+    app = live_app(spare_engine.socket_url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmScreen)
+        spare_engine.stop()  # systemctl stop docker: its containers stop, its socket goes
+        await pilot.press("y")
+        await settle(app, pilot)
+        report = app.stops.reports[-1]
+        assert report == f"Docker socket {spare_engine.socket_path} not found — is the Docker engine running?"
+        assert "\n" not in report and app.is_running and app.stops.pending == {}
+
+        # the engine comes back: the same app stops the next container
+        spare_engine.start()
+        again = spare_engine.run(unique_name("after"), POLITE)
+        await sample_until(app, pilot, lambda: again.id in {x.id for x in app.latest.containers})
+        await select(app, pilot, again.id)
+        await pilot.press("s", "y")
+        await settle(app, pilot)
+        assert spare_engine.client.api.inspect_container(again.id)["State"]["Status"] == "exited"
+        await sample_until(app, pilot, lambda: not app.stops.pending)
+        assert app.stops.reports[-1].startswith(f"stopped {again.name} — freed")
+
+
+async def test_engine_crashed_mid_stop(spare_engine: DockerEngine, state_dir) -> None:
+    c = spare_engine.run(unique_name("midstop"), STUBBORN)
+    app = live_app(spare_engine.socket_url, Config(stop_timeout=20))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, c.id)
+        await pilot.press("s", "y")
+        await pilot.pause(1.0)  # the engine is waiting out the 20 s of SIGTERM grace
+        assert status_cell(app, c.id) == "stopping…"
+        spare_engine.crash()
+        await settle(app, pilot)
+        assert app.stops.reports[-1] == (
+            "Docker engine stopped answering: the engine closed the connection mid-request (restarted?)"
+        )
+        assert app.is_running and app.stops.pending == {}
+        await app.refresh_once()
+        await pilot.pause()
+        assert status_cell(app, c.id) != "stopping…"
+
+
+def _stop_as_nobody(url: str, cid: str, state: str) -> list[str]:
+    """In a child running as nobody (not in the docker group): s, y on the container."""
+    import asyncio
+
+    os.environ["XDG_STATE_HOME"] = state
+
+    async def go() -> list[str]:
+        app = live_app(url)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await select(app, pilot, cid)
+            await pilot.press("s", "y")
+            await settle(app, pilot)
+            return [*app.stops.reports, str(app.is_running)]
+
+    return asyncio.run(go())
+
+
+def test_permission_denied_on_the_socket(docker_engine, docker_run, tmp_path: Path) -> None:
+    c = docker_run(unique_name("guarded"), POLITE)
+    state = tmp_path / "nobody-state"
+    state.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chown(state, 65534, 65534)
+    reports = run_as_user(_stop_as_nobody, docker_engine.socket_url, c.id, str(state))
+    assert reports[-1] == "True"
+    assert reports[-2] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}"
+    assert running(docker_engine, c.id)

@@ -1,0 +1,577 @@
+"""The stop / kill / signal flow (StopActions and the confirmation dialogs), driven with Pilot.
+
+Containers come from the deterministic demo source and its simulated controller (the training container
+ignores SIGTERM, so the timeout → kill path is reachable without a hung engine); signals go to real child
+processes of this test. A small host app stands in for the dashboard: it holds `latest`, feeds every
+snapshot to `observe`, and maps s / S / k / K to StopActions with the row a test selects.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from sparktop.action_log import ActionLog
+from sparktop.collect.control import ContainerController, ControlError
+from sparktop.collect.controllers import REPLAY_REASON, controller_for, no_controller_reason
+from sparktop.collect.demo import DemoController, DemoSource
+from sparktop.collect.docker import DockerController
+from sparktop.collect.replay import Recorder, ReplaySource
+from sparktop.collect.sampler import LiveSource
+from sparktop.model import ContainerInfo, GpuReport, ProcessInfo, Snapshot
+from sparktop.ui.format import fmt_bytes
+from sparktop.ui.screens.confirm import ConfirmScreen
+from sparktop.ui.stop import READ_ONLY, StopActions
+
+WHISPER = "audio-lab-whisper-1"
+TRAIN = "ssd-tetris-train-1"
+
+
+class Host(App[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "stop"),
+        Binding("S", "stop_project"),
+        Binding("k", "terminate"),
+        Binding("K", "kill"),
+    ]
+
+    def __init__(self, source, log_path: Path, **kw) -> None:
+        super().__init__()
+        self.source = source
+        self.latest: Snapshot | None = None
+        self.row: ContainerInfo | ProcessInfo | None = None
+        self.changes = 0
+        self.stops = StopActions(self, source, log=ActionLog(log_path), on_change=self._changed, **kw)
+
+    def compose(self) -> ComposeResult:
+        yield Static("host")
+
+    def _changed(self) -> None:
+        self.changes += 1
+
+    def sample(self) -> Snapshot:
+        snapshot = self.source.sample()
+        self.latest = snapshot
+        self.stops.observe(snapshot)
+        return snapshot
+
+    def container(self, name: str) -> ContainerInfo:
+        assert self.latest is not None
+        return next(c for c in self.latest.containers if c.label == name)
+
+    def action_stop(self) -> None:
+        self.stops.stop(self.row)
+
+    def action_stop_project(self) -> None:
+        self.stops.stop_project(self.row)
+
+    def action_terminate(self) -> None:
+        self.stops.terminate(self.row)
+
+    def action_kill(self) -> None:
+        self.stops.kill(self.row)
+
+
+class NoGpu:
+    def collect(self) -> GpuReport:
+        return GpuReport(available=False, reason="no GPU in the test")
+
+
+def dialog_text(app: App) -> str:
+    screen = app.screen
+    assert isinstance(screen, ConfirmScreen)
+    parts = [str(w.render()) for w in screen.query(Static)]
+    return "\n".join(parts)
+
+
+def log_lines(path: Path) -> list[list[str]]:
+    if not path.exists():
+        return []
+    return [line.split("\t") for line in path.read_text().splitlines()]
+
+
+async def settle(app: Host, pilot) -> None:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def demo_host(tmp_path: Path, **kw) -> Host:
+    host = Host(DemoSource(scenario="default", seed=0), tmp_path / "actions.log", **kw)
+    return host
+
+
+# --- the factory ----------------------------------------------------------------------------------------
+
+
+def test_controller_for_each_source(tmp_path: Path) -> None:
+    demo = DemoSource()
+    assert isinstance(controller_for(demo), DemoController)
+    live = LiveSource(nvml=NoGpu())
+    ctl = controller_for(live)
+    assert isinstance(ctl, DockerController)
+    assert ctl._base_url is None  # the default endpoint, as the live discovery uses
+    from sparktop.collect.docker import DockerDiscovery
+
+    pointed = LiveSource(nvml=NoGpu(), docker=DockerDiscovery(base_url="unix:///tmp/x.sock"))
+    ctl2 = controller_for(pointed)
+    assert isinstance(ctl2, DockerController) and ctl2._base_url == "unix:///tmp/x.sock"
+
+    path = tmp_path / "rec.jsonl"
+    with Recorder(path) as rec:
+        rec.write(demo.sample())
+    replay = ReplaySource(path)
+    assert controller_for(replay) is None
+    assert no_controller_reason(replay) == REPLAY_REASON == "replay: nothing to stop"
+    replay.close()
+    live.close()
+    pointed.close()
+
+
+# --- the stop dialog ------------------------------------------------------------------------------------
+
+
+async def test_stop_dialog_names_the_container_and_cancel_has_focus(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        snap = app.sample()
+        whisper = app.container(WHISPER)
+        app.row = whisper
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.screen.focused is not None and app.screen.focused.id == "cancel"
+        text = dialog_text(app)
+        consumer = next(c for c in snap.accounting.consumers if c.key == f"container:{whisper.id}")
+        assert f"Stop container {WHISPER}?" in text
+        assert "audio-lab/whisper:large-v3-cuda" in text
+        assert "audio-lab / whisper" in text
+        assert f"memory: {fmt_bytes(consumer.total)}" in text
+        assert f"CPU side {fmt_bytes(consumer.cpu_bytes)}" in text
+        assert f"GPU side {fmt_bytes(consumer.gpu_bytes)}" in text
+        assert consumer.cpu_bytes > 0 and consumer.gpu_bytes > 0
+        assert "after 10 s" in text  # the default stop timeout
+
+        # Enter presses the focused button: Cancel.
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.pending == {}
+        for _ in range(5):
+            app.sample()
+        assert WHISPER in {c.label for c in app.latest.containers}
+        assert log_lines(tmp_path / "actions.log") == []  # nothing confirmed, nothing logged
+
+
+@pytest.mark.parametrize("key", ["n", "escape"])
+async def test_n_and_escape_cancel(tmp_path: Path, key: str) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        app.row = app.container(WHISPER)
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press(key)
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.pending == {}
+
+
+async def test_enter_on_the_stop_button_confirms(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        app.row = app.container(WHISPER)
+        await pilot.press("s")
+        await pilot.press("left")  # focus moves to Stop
+        assert app.screen.focused is not None and app.screen.focused.id == "confirm"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert app.container(WHISPER).id in app.stops.pending
+
+
+async def test_confirmed_stop_is_reported_with_the_freed_memory(tmp_path: Path) -> None:
+    app = demo_host(tmp_path, timeout=7)
+    async with app.run_test(size=(120, 36)) as pilot:
+        before = app.sample()
+        whisper = app.container(WHISPER)
+        app.row = whisper
+        await pilot.press("s")
+        assert "after 7 s" in dialog_text(app)
+        await pilot.press("y")
+        # the row shows the operation at once
+        assert app.stops.row_status(whisper.id) in ("stopping…", "stopped")
+        await settle(app, pilot)
+        assert app.stops.row_status(whisper.id) == "stopped"  # the engine said yes; memory not back yet
+        assert app.changes >= 2
+        reports_before = list(app.stops.reports)
+        # The demo container exits 2 simulated seconds after SIGTERM: report when a snapshot lacks it.
+        gone: Snapshot | None = None
+        for _ in range(5):
+            snap = app.sample()
+            if whisper.id not in {c.id for c in snap.containers}:
+                gone = snap
+                break
+            assert app.stops.row_status(whisper.id) == "stopped"
+        assert gone is not None
+        await pilot.pause()
+        new = app.stops.reports[len(reports_before) :]
+        freed = before.memory.used - gone.memory.used
+        held = next(c for c in before.accounting.consumers if c.key == f"container:{whisper.id}").total
+        assert freed > 0.7 * held  # the pool got most of it back (its page cache stays, reclaimable)
+        assert new[0].startswith(f"stopped {WHISPER} — freed {fmt_bytes(freed)}")
+        assert app.stops.pending == {}
+        assert app.stops.row_status(whisper.id) is None
+        lines = log_lines(tmp_path / "actions.log")
+        assert len(lines) == 1
+        stamp, action, target, result = lines[0]
+        assert (
+            action == "stop" and target == f"container {WHISPER} ({whisper.short_id})" and result == "stopped"
+        )
+        assert time.strftime("%Y-%m-%d") in stamp
+
+
+async def test_mark_rows_shows_stopping_in_the_status_column(tmp_path: Path) -> None:
+    from sparktop.ui.widgets.tables import container_rows
+
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        snap = app.sample()
+        whisper = app.container(WHISPER)
+        app.row = whisper
+        await pilot.press("s", "y")
+        rows = container_rows(snap, lambda key: None)
+        app.stops.mark_rows(rows)
+        by_id = {r.item.id: r for r in rows}
+        assert by_id[whisper.id].values["status"] in ("stopping…", "stopped")
+        state = by_id[whisper.id].values["status"]
+        assert by_id[whisper.id].values["name"] == f"{state} {WHISPER}"
+        others = [r for cid, r in by_id.items() if cid != whisper.id]
+        assert all(r.values["status"] == "running" for r in others)
+        assert all(not r.values["name"].startswith(("stopping", "stopped")) for r in others)
+        await settle(app, pilot)
+
+
+async def test_stop_from_a_process_row_stops_its_container(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        snap = app.sample()
+        whisper = app.container(WHISPER)
+        proc = next(p for p in snap.processes if p.container_id == whisper.id)
+        app.row = proc
+        await pilot.press("s")
+        assert f"Stop container {WHISPER}?" in dialog_text(app)
+        await pilot.press("n")
+        # k on it explains that it is a container's process
+        await pilot.press("k")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert (
+            app.stops.reports[-1] == f"process {proc.pid} runs in container {WHISPER}: s stops the container"
+        )
+
+
+async def test_timeout_offers_kill_behind_a_second_confirmation(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        before = app.sample()
+        train = app.container(TRAIN)
+        app.row = train
+        await pilot.press("s", "y")
+        await settle(app, pilot)
+        # StopTimeout: said so, the row says so, and the kill dialog is open (Cancel focused again).
+        assert any("did not stop within 10 s" in r and r.endswith("K kills it") for r in app.stops.reports)
+        assert app.stops.row_status(train.id) == "timed out (K)"
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.screen.focused.id == "cancel"
+        text = dialog_text(app)
+        assert f"Kill container {TRAIN}?" in text and "did not stop within 10 s" in text
+        # cancel: it keeps running, and K on its row offers the kill again
+        await pilot.press("escape")
+        app.sample()
+        assert TRAIN in {c.label for c in app.latest.containers}
+        await pilot.press("K")
+        assert isinstance(app.screen, ConfirmScreen) and "Kill container" in dialog_text(app)
+        await pilot.press("K")  # K confirms the kill dialog
+        await settle(app, pilot)
+        gone = app.sample()
+        await pilot.pause()
+        assert train.id not in {c.id for c in gone.containers}
+        freed = before.memory.used - gone.memory.used
+        assert app.stops.reports[-1].startswith(f"killed {TRAIN} — freed {fmt_bytes(freed)}")
+        results = [(a, r.split(":")[0]) for _, a, _, r in log_lines(tmp_path / "actions.log")]
+        assert results == [("stop", "timeout"), ("kill", "killed")]
+
+
+async def test_compose_project_stop_lists_and_stops_all(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        before = app.sample()
+        members = sorted(c.label for c in before.containers if c.compose_project == "audio-lab")
+        assert members == ["audio-lab-f5-tts-1", WHISPER]
+        app.row = app.container(WHISPER)
+        await pilot.press("S")
+        text = dialog_text(app)
+        assert "Stop compose project audio-lab?" in text and "2 running container(s)" in text
+        assert all(m in text for m in members) and "ollama" not in text
+        assert app.screen.focused.id == "cancel"
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert {app.stops.row_status(c.id) for c in before.containers if c.label in members} == {"stopped"}
+        for _ in range(4):
+            snap = app.sample()
+        await pilot.pause()
+        assert not {c.label for c in snap.containers} & set(members)
+        assert "ollama" in {c.label for c in snap.containers}
+        freed = before.memory.used - snap.memory.used
+        assert app.stops.reports[-1] == (
+            f"stopped compose project audio-lab: 2 of 2 containers — freed {fmt_bytes(freed)}"
+        )
+        assert len(log_lines(tmp_path / "actions.log")) == 2
+
+
+async def test_S_on_a_container_without_a_project(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        # the demo's containers all have projects: strip it from one
+        app.row = app.container("ollama").model_copy(update={"compose_project": None})
+        await pilot.press("S")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.reports[-1] == "ollama is not part of a compose project: s stops it alone"
+
+
+async def test_read_only_disables_every_key(tmp_path: Path) -> None:
+    app = demo_host(tmp_path, read_only=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        snap = app.sample()
+        host_proc = next(p for p in snap.processes if not p.container_id)
+        for row, key in (
+            (app.container(WHISPER), "s"),
+            (app.container(WHISPER), "S"),
+            (app.container(TRAIN), "K"),
+            (host_proc, "k"),
+            (host_proc, "K"),
+        ):
+            app.row = row
+            n = len(app.stops.reports)
+            await pilot.press(key)
+            assert not isinstance(app.screen, ConfirmScreen), key
+            assert app.stops.reports[n:] == [READ_ONLY], key
+        assert "--read-only" in READ_ONLY
+        for _ in range(4):
+            app.sample()
+        assert {WHISPER, TRAIN} <= {c.label for c in app.latest.containers}
+        assert log_lines(tmp_path / "actions.log") == []
+
+
+async def test_replay_has_nothing_to_stop(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    demo = DemoSource()
+    with Recorder(path) as rec:
+        for _ in range(3):
+            rec.write(demo.sample())
+    app = Host(ReplaySource(path), tmp_path / "actions.log")
+    async with app.run_test(size=(120, 36)) as pilot:
+        snap = app.sample()
+        app.row = snap.containers[0]
+        await pilot.press("s")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.reports[-1] == "replay: nothing to stop"
+        app.row = next(p for p in snap.processes if not p.container_id)
+        await pilot.press("k")
+        assert app.stops.reports[-1] == "replay: these processes are not on this machine, no signal sent"
+
+
+async def test_no_row_selected_explains(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        app.row = None
+        await pilot.press("s")
+        assert app.stops.reports[-1].startswith("s acts on the selected row")
+        await pilot.press("k")
+        assert app.stops.reports[-1].startswith("k signals a host process")
+
+
+class Failing:
+    """A controller whose every call fails the way a vanished engine does."""
+
+    def stop(self, container_id: str, timeout: float = 10.0) -> None:
+        raise ControlError("Docker socket /nowhere/docker.sock not found — is the Docker engine running?")
+
+    def kill(self, container_id: str) -> None:
+        raise RuntimeError("boom")
+
+
+async def test_controller_errors_are_one_line_and_the_app_keeps_running(tmp_path: Path) -> None:
+    ctl: ContainerController = Failing()
+    app = demo_host(tmp_path, controller=ctl)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        whisper = app.container(WHISPER)
+        app.row = whisper
+        await pilot.press("s", "y")
+        await settle(app, pilot)
+        assert app.stops.reports[-1] == (
+            "Docker socket /nowhere/docker.sock not found — is the Docker engine running?"
+        )
+        assert app.stops.pending == {}
+        await pilot.press("K", "y")
+        await settle(app, pilot)
+        assert app.stops.reports[-1] == "kill failed: RuntimeError: boom"
+        assert app.is_running
+        results = [r for _, _, _, r in log_lines(tmp_path / "actions.log")]
+        assert (
+            results[0].startswith("failed: Docker socket")
+            and results[1] == "failed: kill failed: RuntimeError: boom"
+        )
+
+
+async def test_unwritable_log_is_reported_but_the_stop_happens(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    app = Host(DemoSource(), blocker / "sub" / "actions.log")  # its parent is a file
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        app.row = app.container(WHISPER)
+        await pilot.press("s", "y")
+        await settle(app, pilot)
+        assert any(r.startswith("could not write the action log") for r in app.stops.reports)
+        for _ in range(4):
+            app.sample()
+        assert WHISPER not in {c.label for c in app.latest.containers}
+
+
+# --- signals to real processes ------------------------------------------------------------------------
+
+
+def live_host(tmp_path: Path, **kw) -> Host:
+    return Host(LiveSource(nvml=NoGpu(), docker=_NoDocker()), tmp_path / "actions.log", **kw)
+
+
+class _NoDocker:
+    def containers(self):
+        from sparktop.model import DockerStatus
+
+        return {}, DockerStatus(available=False, reason="not used in this test")
+
+    def close(self) -> None:
+        pass
+
+
+def find_process(snapshot: Snapshot, pid: int) -> ProcessInfo:
+    return next(p for p in snapshot.processes if p.pid == pid)
+
+
+IGNORES_TERM = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+    "time.sleep(60)"
+)
+
+
+async def test_k_sends_sigterm_to_a_real_child(tmp_path: Path) -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        app = live_host(tmp_path)
+        async with app.run_test(size=(120, 36)) as pilot:
+            proc = find_process(app.sample(), child.pid)
+            assert proc.container_id is None and proc.name == "sleep"
+            app.row = proc
+            await pilot.press("k")
+            assert isinstance(app.screen, ConfirmScreen) and app.screen.focused.id == "cancel"
+            text = dialog_text(app)
+            assert f"Send SIGTERM to sleep ({child.pid})?" in text and "sleep 60" in text
+            await pilot.press("enter")  # Cancel
+            await pilot.pause()
+            assert child.poll() is None
+            await pilot.press("k", "y")
+            await pilot.pause()
+            assert child.wait(timeout=10) == -signal.SIGTERM
+            assert app.stops.reports[-1] == f"sent SIGTERM to sleep ({child.pid})"
+            ((_, action, target, result),) = log_lines(tmp_path / "actions.log")
+            assert (action, target, result) == ("SIGTERM", f"pid {child.pid} (sleep)", "sent")
+    finally:
+        child.kill()
+        child.wait()
+
+
+async def test_K_sends_sigkill_to_a_child_that_ignores_sigterm(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", IGNORES_TERM], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        app = live_host(tmp_path)
+        async with app.run_test(size=(120, 36)) as pilot:
+            app.row = find_process(app.sample(), child.pid)
+            await pilot.press("k", "y")
+            await pilot.pause()
+            time.sleep(0.3)
+            assert child.poll() is None  # it ignored SIGTERM
+            await pilot.press("K")
+            assert "SIGKILL" in dialog_text(app)
+            await pilot.press("K")  # K confirms the SIGKILL dialog
+            await pilot.pause()
+            assert child.wait(timeout=10) == -signal.SIGKILL
+            actions = [a for _, a, _, _ in log_lines(tmp_path / "actions.log")]
+            assert actions == ["SIGTERM", "SIGKILL"]
+    finally:
+        child.kill()
+        child.wait()
+
+
+async def test_signal_to_an_exited_process_is_reported_not_raised(tmp_path: Path) -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    app = live_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.row = find_process(app.sample(), child.pid)
+        await pilot.press("k")
+        child.kill()
+        child.wait()
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.stops.reports[-1] == f"process {child.pid} is already gone"
+        assert app.is_running
+        ((_, _, _, result),) = log_lines(tmp_path / "actions.log")
+        assert result == f"failed: process {child.pid} is already gone"
+
+
+def _signal_as_nobody(pid: int, log_dir: str) -> list[str]:
+    """In a child running as nobody: confirm SIGTERM to `pid` (root's process) through the dialog."""
+    import asyncio
+
+    async def go() -> list[str]:
+        app = live_host(Path(log_dir))
+        async with app.run_test(size=(100, 30)) as pilot:
+            snap = app.sample()
+            app.row = find_process(snap, pid)
+            await pilot.press("k", "y")
+            await pilot.pause()
+            return [*app.stops.reports, str(app.is_running)]
+
+    return asyncio.run(go())
+
+
+def test_permission_denied_is_reported_not_raised(tmp_path: Path) -> None:
+    from tests.integration.engine import run_as_user
+
+    assert os.geteuid() == 0, "this test drops to nobody to meet a real permission error"
+    child = subprocess.Popen(["sleep", "60"])
+    log_dir = tmp_path / "nobody"
+    log_dir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chown(log_dir, 65534, 65534)
+    try:
+        reports = run_as_user(_signal_as_nobody, child.pid, str(log_dir))
+        assert reports[-1] == "True"
+        assert reports[-2].startswith(f"permission denied sending SIGTERM to process {child.pid}")
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
