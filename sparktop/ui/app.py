@@ -87,7 +87,7 @@ class SparktopApp(App[None]):
         Binding("1", "show_tab('dashboard')", "Dashboard", show=False),
         Binding("2", "show_tab('containers')", "Containers", show=False),
         Binding("3", "show_tab('processes')", "Processes", show=False),
-        Binding("4,w", "show_tab('whatif')", "What-if"),
+        Binding("4,w", "show_tab('whatif')", "What-if", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("s", "stop_container", "Stop"),
         Binding("S", "stop_project", "Stop project", show=False),

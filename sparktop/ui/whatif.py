@@ -1,0 +1,450 @@
+"""The What-if tab: pick workloads from the catalog into a plan and see, as the plan changes, the projected
+budget bar (what is in use now plus each planned workload as its own segment, same thresholds as the
+dashboard) and the planner's verdicts (fit, compute, decode speeds, slowdowns).
+
+The pane owns the plan; the lists (plan_board.py) only ask for changes. The app calls
+`refresh_baseline(snapshot)` on each new sample; `b` switches between that live baseline and a clean machine.
+The catalog may read local model files, so unless one is given it loads in a thread worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.markup import escape
+from textual.widgets import Input, Static
+from textual.widgets.option_list import Option
+
+from sparktop.analysis.accounting import account
+from sparktop.analysis.estimate import GB, fmt_gb
+from sparktop.analysis.verdict import CAREFUL, FITS, NO, OK, OOM_RISK, SPARK_POOL, TIGHT, WONT_FIT
+from sparktop.catalog import Catalog, load_catalog
+from sparktop.catalog.params import KINDS
+from sparktop.model import Accounting, Consumer, Snapshot
+from sparktop.plan import Baseline, Evaluation, Plan, PlanError, estimate_workload, evaluate
+from sparktop.ui.screens.plan_edit import PlanEditScreen
+from sparktop.ui.screens.plan_file import PlanFileScreen
+from sparktop.ui.themes import Palette
+from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
+from sparktop.ui.widgets.plan_board import CatalogList, PlanList, set_options_keeping
+
+VERDICT_STYLE = {
+    FITS: "$success",
+    TIGHT: "$warning",
+    OOM_RISK: "$error",
+    WONT_FIT: "$error",
+    OK: "$success",
+    CAREFUL: "$warning",
+    NO: "$error",
+}
+DEFAULT_PLAN_FILE = "plan.toml"
+
+
+@dataclass(frozen=True)
+class WhatIfContext:
+    """What the pane needs from the app each time it redraws."""
+
+    snapshot: Snapshot | None
+    safe_bytes: int
+    max_bytes: int
+    units: str
+    palette: Palette
+
+
+def kind_label(kind: str, engine: str | None) -> str:
+    if kind != "inference":
+        return kind
+    return "llm" if engine in (None, "other") else engine
+
+
+def parse_filter(text: str) -> tuple[str, str | None, str | None]:
+    """Filter words, with `kind:training` and `source:local` narrowing the list."""
+    words, kind, source = [], None, None
+    for word in text.split():
+        key, _, value = word.partition(":")
+        if key.lower() == "kind" and value:
+            kind = next((k for k in KINDS if k.startswith(value.lower())), value.lower())
+        elif key.lower() == "source" and value:
+            source = value.lower()
+        else:
+            words.append(word)
+    return " ".join(words), kind, source
+
+
+def entry_sizes(catalog: Catalog) -> dict[str, float]:
+    """Each entry's estimate alone (mid, bytes), for the catalog list; entries that cannot resolve are left
+    out."""
+    sizes: dict[str, float] = {}
+    scratch = Plan(catalog)
+    for entry in catalog.entries.values():
+        try:
+            item = scratch.add(entry.name)
+            sizes[entry.name] = estimate_workload(scratch.resolve(item), catalog).total.mid
+        except PlanError:
+            continue
+    return sizes
+
+
+class WhatIfPane(Vertical):
+    """The whole What-if tab. `catalog`: a Catalog, or a function that loads one (run in a thread), or None
+    for `load_catalog()`. `context`: returns the latest snapshot, thresholds, units and palette."""
+
+    DEFAULT_CSS = """
+    WhatIfPane { height: 1fr; }
+    WhatIfPane #whatif-head { height: auto; padding: 0 1; }
+    WhatIfPane #whatif-hint { height: auto; padding: 0 1; color: $text-muted; }
+    WhatIfPane #whatif-bar { padding: 0 1; }
+    WhatIfPane #whatif-body { height: 1fr; }
+    WhatIfPane #whatif-catalog-side { width: 1fr; min-width: 30; }
+    WhatIfPane #whatif-plan-side { width: 1fr; }
+    WhatIfPane #whatif-filter { height: 1; border: none; padding: 0 1; margin: 0 1; background: $boost; }
+    WhatIfPane #whatif-filter:focus { background: $primary 20%; }
+    WhatIfPane #whatif-catalog { height: 1fr; }
+    WhatIfPane #whatif-plan { height: auto; min-height: 5; max-height: 45%; }
+    WhatIfPane #whatif-verdicts-box { height: 1fr; padding: 0 1; }
+    WhatIfPane #whatif-verdicts { height: auto; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("b", "toggle_baseline", "Live/clean"),
+        Binding("e", "edit", "Edit"),
+        Binding("s", "save", "Save plan"),
+        Binding("l", "load", "Load plan"),
+        Binding("slash", "focus_filter", "Find", show=False),
+    ]
+
+    def __init__(
+        self,
+        catalog: Catalog | Callable[[], Catalog] | None = None,
+        *,
+        context: Callable[[], WhatIfContext],
+        plan_path: Path | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self._catalog_source = catalog
+        self.context = context
+        self.catalog: Catalog | None = None
+        self.plan: Plan | None = None
+        self.sizes: dict[str, float] = {}
+        self.baseline_mode = "live"  # "live" | "clean"
+        self.snapshot: Snapshot | None = None
+        self.evaluation: Evaluation | None = None
+        self.plan_path = plan_path or Path.cwd() / DEFAULT_PLAN_FILE
+        self._stale = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="whatif-head")
+        yield Static("", id="whatif-hint")
+        yield BudgetBar(id="whatif-bar")
+        with Horizontal(id="whatif-body"):
+            with Vertical(id="whatif-catalog-side"):
+                yield Input(placeholder="find: words, kind:training, source:local", id="whatif-filter")
+                yield CatalogList(id="whatif-catalog")
+            with Vertical(id="whatif-plan-side"):
+                yield PlanList(id="whatif-plan")
+                with VerticalScroll(id="whatif-verdicts-box"):
+                    yield Static("", id="whatif-verdicts")
+
+    def on_mount(self) -> None:
+        bar = self.query_one("#whatif-bar", BudgetBar)
+        bar.legend_lines = 2
+        bar.show_scale = False
+        catalog_list = self.query_one("#whatif-catalog", CatalogList)
+        catalog_list.border_title = "Catalog"
+        catalog_list.border_subtitle = "GB · kind · name"
+        plan_list = self.query_one("#whatif-plan", PlanList)
+        plan_list.border_title = "Plan"
+        plan_list.border_subtitle = "drag in/out · Del removes · e edits"
+        source = self._catalog_source
+        if isinstance(source, Catalog):
+            self._catalog_ready(source, entry_sizes(source))
+        else:
+            self.query_one("#whatif-catalog", CatalogList).set_options(
+                [Option("loading the catalog…", disabled=True)]
+            )
+            self._load_catalog(source or load_catalog)
+        self.snapshot = self.context().snapshot
+        self._update()
+
+    # -- catalog ---------------------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="whatif-catalog", exit_on_error=False)
+    def _load_catalog(self, loader: Callable[[], Catalog]) -> None:
+        try:
+            catalog = loader()
+            sizes = entry_sizes(catalog)
+        except Exception as exc:  # a broken catalog must not take the dashboard down
+            self.app.call_from_thread(self._catalog_failed, f"cannot load the catalog: {exc}")
+            return
+        self.app.call_from_thread(self._catalog_ready, catalog, sizes)
+
+    def _catalog_failed(self, message: str) -> None:
+        self.query_one("#whatif-catalog", CatalogList).set_options([Option(message, disabled=True)])
+
+    def _catalog_ready(self, catalog: Catalog, sizes: dict[str, float]) -> None:
+        self.catalog, self.sizes = catalog, sizes
+        if self.plan is None or self.plan.catalog is not catalog:
+            self.plan = Plan(catalog)
+        for error in catalog.errors[:3]:
+            self.app.notify(error, title="catalog", severity="warning", timeout=8)
+        self._fill_catalog()
+        self._update()
+
+    def _fill_catalog(self) -> None:
+        if self.catalog is None:
+            return
+        words, kind, source = parse_filter(self.query_one("#whatif-filter", Input).value)
+        entries = self.catalog.list(words, kind=kind, source=source)
+        options = []
+        for e in entries:
+            size = self.sizes.get(e.name)
+            gb = f"{size / GB:5.1f}" if size is not None else "    ?"
+            prompt = Content.assemble((f"{gb} {kind_label(e.kind, e.engine):<8} ", "dim"), e.name)
+            options.append(Option(prompt, id=e.name))
+        if not options:
+            options = [Option("nothing matches", disabled=True)]
+        set_options_keeping(self.query_one("#whatif-catalog", CatalogList), options)
+
+    @on(Input.Changed, "#whatif-filter")
+    def _filter_changed(self) -> None:
+        self._fill_catalog()
+
+    @on(Input.Submitted, "#whatif-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#whatif-catalog", CatalogList).focus()
+
+    # -- the plan --
+
+    def add(self, name: str, index: int | None = None) -> int | None:
+        """Add a catalog entry to the plan (at `index`); its uid, or None with the error shown."""
+        if self.plan is None:
+            return None
+        try:
+            item = self.plan.add(name)
+        except PlanError as exc:
+            self.app.notify(str(exc), title="plan", severity="error", timeout=6)
+            return None
+        if index is not None:
+            self.plan.move(item.uid, index)
+        self._update(highlight=item.uid)
+        return item.uid
+
+    def remove(self, uid: int) -> None:
+        if self.plan is None:
+            return
+        try:
+            self.plan.remove(uid)
+        except KeyError:
+            return
+        self._update()
+
+    def move(self, uid: int, index: int) -> None:
+        if self.plan is not None:
+            self.plan.move(uid, index)
+            self._update(highlight=uid)
+
+    def set_plan(self, plan: Plan) -> None:
+        self.plan = plan
+        self._update()
+
+    @on(CatalogList.AddRequested)
+    def _add_requested(self, event: CatalogList.AddRequested) -> None:
+        event.stop()
+        self.add(event.name, event.index)
+
+    @on(PlanList.RemoveRequested)
+    def _remove_requested(self, event: PlanList.RemoveRequested) -> None:
+        event.stop()
+        self.remove(event.uid)
+
+    @on(PlanList.MoveRequested)
+    def _move_requested(self, event: PlanList.MoveRequested) -> None:
+        event.stop()
+        self.move(event.uid, event.index)
+
+    # -- baseline --
+
+    def refresh_baseline(self, snapshot: Snapshot | None) -> None:
+        """A new sample from the app: the live baseline moves with it."""
+        self.snapshot = snapshot
+        if self.baseline_mode == "live":
+            if self.region.area:
+                self._update()
+            else:
+                self._stale = True  # on a hidden tab: redraw when it is shown
+
+    def baseline(self) -> Baseline:
+        snap = self.snapshot
+        if self.baseline_mode == "live" and snap is not None:
+            return Baseline.from_snapshot(snap)
+        pool = float(snap.memory.total) if snap is not None else SPARK_POOL
+        return Baseline.clean(pool=pool)
+
+    def action_toggle_baseline(self) -> None:
+        self.baseline_mode = "clean" if self.baseline_mode == "live" else "live"
+        self._update()
+
+    # -- drawing ---------------------------------------------------------------------------------------------
+
+    def _update(self, highlight: int | None = None) -> None:
+        ctx = self.context()
+        if self.snapshot is None and ctx.snapshot is not None:
+            self.snapshot = ctx.snapshot
+        baseline = self.baseline()
+        # The verdict uses the same lines as the projected bar: the user's configured thresholds.
+        self.evaluation = (
+            evaluate(self.plan, baseline, ctx.safe_bytes, ctx.max_bytes) if self.plan is not None else None
+        )
+        self._draw_head(baseline)
+        self._draw_bar(baseline, ctx)
+        self._draw_plan(highlight)
+        self._draw_verdicts()
+
+    def _draw_head(self, baseline: Baseline) -> None:
+        pool = f"pool {fmt_gb(baseline.pool)}"
+        if baseline.source == "live":
+            host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
+            head = (
+                f"Baseline [b]live[/b]: {fmt_gb(baseline.used.mid)} in use on {escape(host)} ({pool})  "
+                "[dim]b: clean[/dim]"
+            )
+            hint = "What runs now is already counted: add only what is not running yet."
+        else:
+            why = " (no live sample yet)" if self.baseline_mode == "live" else ""
+            head = (
+                f"Baseline [b]clean machine[/b]{why}: Linux + Docker, {fmt_gb(baseline.used.mid)} ({pool})  "
+                "[dim]b: live[/dim]"
+            )
+            hint = "Planned as if nothing else ran: the bar shows the system overhead only."
+        self.query_one("#whatif-head", Static).update(head)
+        self.query_one("#whatif-hint", Static).update(hint)
+
+    def _draw_bar(self, baseline: Baseline, ctx: WhatIfContext) -> None:
+        snap = self.snapshot
+        if baseline.source == "live" and snap is not None:
+            accounting = snap.accounting or account(snap.memory, snap.gpu, snap.processes, snap.containers)
+            total = snap.memory.total
+        else:
+            used = int(baseline.used.mid)
+            system = Consumer(key="host-other", label="system (clean)", kind="host-other", cpu_bytes=used)
+            accounting = Accounting(used=used, consumers=[system])
+            total = int(baseline.pool)
+        planned = []
+        colors = ctx.palette.segments[::-1]  # the other end of the palette from the live consumers
+        for i, r in enumerate(self.evaluation.items if self.evaluation else []):
+            planned.append(Segment(f"plan:{r.uid}", f"+{r.name}", int(r.total.mid), colors[i % len(colors)]))
+        bar = self.query_one("#whatif-bar", BudgetBar)
+        bar.show(accounting, total, ctx.safe_bytes, ctx.max_bytes, ctx.units, ctx.palette, planned=planned)
+
+    def _draw_plan(self, highlight: int | None) -> None:
+        plan_list = self.query_one("#whatif-plan", PlanList)
+        ev = self.evaluation
+        if ev is None or not ev.items:
+            text = "loading…" if self.plan is None else "empty: drag workloads here"
+            plan_list.set_options([Option(Content.styled(text, "dim"), disabled=True)])
+            return
+        width = min(20, max(len(r.name) for r in ev.items))
+        options = []
+        for r in ev.items:
+            name = r.name if len(r.name) <= width else r.name[: width - 1] + "…"
+            parts = [f"{r.total.mid / GB:6.1f} GB"]
+            if r.decode:
+                parts.append(
+                    f"~{r.decode.mid:.0f} tok/s" if r.decode.mid >= 10 else f"~{r.decode.mid:.1f} tok/s"
+                )
+            if r.slowdown and r.slowdown > 1.05:
+                parts.append(f"×{r.slowdown:.1f} slower")
+            warn = "  ⚠" if r.warnings else ""
+            prompt = Content.assemble(name.ljust(width), (f"  {'  '.join(parts)}", "dim"), (warn, "$warning"))
+            options.append(Option(prompt, id=str(r.uid)))
+        set_options_keeping(plan_list, options)
+        if highlight is not None:
+            plan_list.highlighted = plan_list.get_option_index(str(highlight))
+
+    def _draw_verdicts(self) -> None:
+        ev = self.evaluation
+        box = self.query_one("#whatif-verdicts", Static)
+        if ev is None:
+            box.update("")
+            return
+        lines = [_verdict_line("Memory", ev.fit.verdict, ev.fit.reason)]
+        compute_reasons = ev.compute.reasons or [ev.compute.reason]
+        lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
+        lines += [f"{'':9}{escape(extra)}" for extra in compute_reasons[1:]]
+        slow = [f"{r.name} ~{r.slowdown:.1f}x" for r in ev.items if r.slowdown and r.slowdown > 1.05]
+        if slow:
+            lines.append(f"[b]Slowdown[/b] {escape(', '.join(slow))} (while the rest of the plan runs)")
+        decode = [f"{r.name} ~{r.decode.mid:.1f} tok/s" for r in ev.items if r.decode]
+        if decode:
+            lines.append(f"[b]Decode[/b]   {escape(', '.join(decode))}")
+        shared = [
+            f"{r.name} ~{r.decode_shared.mid:.1f} tok/s"
+            for r in ev.items
+            if r.decode_shared and r.decode and r.decode_shared.mid < r.decode.mid * 0.95
+        ]
+        if shared:
+            lines.append(f"[b]Shared[/b]   {escape(', '.join(shared))} (all decoding at once)")
+        if ev.notes:
+            lines.append("[b]Notes[/b]")
+            lines += [f" · {escape(note)}" for note in ev.notes]
+        box.update("\n".join(lines))
+
+    # -- actions ---------------------------------------------------------------------------------------------
+
+    def _selected_uid(self) -> int | None:
+        return self.query_one("#whatif-plan", PlanList).highlighted_uid
+
+    def action_edit(self) -> None:
+        uid = self._selected_uid()
+        if self.plan is None or uid is None:
+            self.app.notify("highlight a planned workload to edit it", timeout=3)
+            return
+        self.app.push_screen(PlanEditScreen(self.plan, uid), lambda changed: self._update(highlight=uid))
+
+    def action_save(self) -> None:
+        if self.plan is None:
+            return
+        self.app.push_screen(PlanFileScreen("save", self.plan, self.plan_path), self._saved)
+
+    def _saved(self, result: object) -> None:
+        if isinstance(result, Path):
+            self.plan_path = result
+            self.app.notify(f"plan saved to {result}", timeout=4)
+
+    def action_load(self) -> None:
+        if self.plan is None:
+            return
+        self.app.push_screen(PlanFileScreen("load", self.plan, self.plan_path), self._loaded)
+
+    def _loaded(self, result: object) -> None:
+        if isinstance(result, Plan):
+            self.set_plan(result)
+            self.app.notify(f"plan loaded: {len(result)} workloads", timeout=4)
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#whatif-filter", Input).focus()
+
+    def on_show(self) -> None:
+        # Opening the tab puts the keys on the catalog, unless something in the pane already has them.
+        if self._stale:
+            self._stale = False
+            self._update()
+        focused = self.screen.focused
+        if focused is None or self not in focused.ancestors:
+            self.query_one("#whatif-catalog", CatalogList).focus()
+
+
+def _verdict_line(title: str, verdict: str, reason: str) -> str:
+    style = VERDICT_STYLE.get(verdict, "")
+    return f"[b]{title:<8}[/b] [b {style}]{verdict.upper()}[/] {escape(reason)}"

@@ -1,0 +1,317 @@
+"""The What-if tab, driven like a user: drag workloads in and out with the mouse, the same with keys, edit a
+parameter in the form, switch the baseline, save and load plan files. The catalog is the built-in one
+(no user catalog, no discovery) so the figures do not depend on this machine."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, OptionList, Select, Static, Switch, TabbedContent
+
+from sparktop.analysis.verdict import FITS, TIGHT
+from sparktop.plan import Plan, dumps_plan
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.screens.plan_edit import PlanEditScreen
+from sparktop.ui.screens.plan_file import PlanFileScreen
+from sparktop.ui.whatif import WhatIfPane
+from sparktop.ui.widgets.budget_bar import BudgetBar
+from tests.ui.demo_app import make_app
+
+SIZE = (120, 36)
+WARMUP_SAMPLES = 5  # a live baseline needs a sample; the history does not matter here
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No user catalog and no local models but what a test puts there: the catalog is the built-in one."""
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for name in ("OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE",
+                 "SPARKTOP_GGUF_PATH"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@asynccontextmanager
+async def open_whatif(wait: bool = True) -> AsyncIterator[tuple[SparktopApp, Pilot, WhatIfPane]]:
+    """The dashboard on the demo source, switched to the What-if tab with `w` like a user would."""
+    app = make_app(warmup=WARMUP_SAMPLES)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("w")
+        if wait:
+            await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "whatif"
+        yield app, pilot, app.query_one(WhatIfPane)
+
+
+def row_offset(option_list: OptionList, index: int) -> tuple[int, int]:
+    """Where option `index` is drawn, relative to the list's top-left corner (for pilot mouse calls)."""
+    line = option_list._index_to_line[index]
+    return option_list.gutter.left + 2, option_list.gutter.top + line - option_list.scroll_offset.y
+
+
+async def filter_catalog(pilot: Pilot, pane: WhatIfPane, text: str) -> OptionList:
+    box = pane.query_one("#whatif-filter", Input)
+    box.value = text
+    await pilot.pause()
+    return pane.query_one("#whatif-catalog", OptionList)
+
+
+def planned_names(pane: WhatIfPane) -> list[str]:
+    assert pane.evaluation is not None
+    return [r.name for r in pane.evaluation.items]
+
+
+def verdict_text(pane: WhatIfPane) -> str:
+    return str(pane.query_one("#whatif-verdicts", Static).render())
+
+
+async def drag(pilot: Pilot, source: OptionList, index: int, target: str, target_offset=(2, 1)) -> None:
+    await pilot.mouse_down(source, offset=row_offset(source, index))
+    await pilot.hover(target, offset=target_offset)
+    await pilot.mouse_up(target, offset=target_offset)
+    await pilot.pause()
+
+
+async def test_drag_from_catalog_into_plan_updates_bar_and_verdicts() -> None:
+    async with open_whatif() as (_app, pilot, pane):
+        catalog_list = await filter_catalog(pilot, pane, "llama3.1:70b")
+        index = next(i for i, o in enumerate(catalog_list.options) if o.id == "llama3.1:70b")
+        before_used = pane.query_one("#whatif-bar", BudgetBar).planned_bytes
+        assert before_used == 0
+        assert planned_names(pane) == []
+
+        await drag(pilot, catalog_list, index, "#whatif-plan")
+
+        assert planned_names(pane) == ["llama3.1:70b"]
+        bar = pane.query_one("#whatif-bar", BudgetBar)
+        planned = [s for s in bar.segments if s.key.startswith("plan:")]
+        assert [s.label for s in planned] == ["+llama3.1:70b"]
+        assert bar.planned_bytes == planned[0].nbytes > 30e9  # a 70B model at Q4 is tens of GB
+        # The demo holds ~79 GB: with 45 more the verdict is past the aggressive line, and it says so.
+        ev = pane.evaluation
+        assert ev is not None and ev.fit.verdict not in (FITS, TIGHT)
+        assert ev.fit.verdict.upper() in verdict_text(pane)
+        assert "llama3.1:70b" in verdict_text(pane)
+
+
+async def test_drag_out_of_plan_removes_and_click_does_not() -> None:
+    async with open_whatif() as (_app, pilot, pane):
+        pane.add("qwen3:8b")
+        pane.add("f5-tts")
+        await pilot.pause()
+        plan_list = pane.query_one("#whatif-plan", OptionList)
+        await pilot.click(plan_list, offset=row_offset(plan_list, 0))  # a click only highlights
+        assert planned_names(pane) == ["qwen3:8b", "f5-tts"]
+        assert plan_list.highlighted == 0
+
+        await drag(pilot, plan_list, 0, "#whatif-catalog", (4, 3))
+
+        assert planned_names(pane) == ["f5-tts"]
+        bar = pane.query_one("#whatif-bar", BudgetBar)
+        assert [s.label for s in bar.segments if s.key.startswith("plan:")] == ["+f5-tts"]
+
+
+async def test_drag_within_plan_moves_item() -> None:
+    async with open_whatif() as (_app, pilot, pane):
+        for name in ("qwen3:8b", "f5-tts", "xtts-v2"):
+            pane.add(name)
+        await pilot.pause()
+        plan_list = pane.query_one("#whatif-plan", OptionList)
+        x, y = row_offset(plan_list, 0)
+        await drag(pilot, plan_list, 2, "#whatif-plan", (x, y))
+        assert planned_names(pane) == ["xtts-v2", "qwen3:8b", "f5-tts"]
+
+
+async def test_keyboard_add_and_delete() -> None:
+    async with open_whatif() as (_app, pilot, pane):
+        catalog_list = await filter_catalog(pilot, pane, "whisper")
+        catalog_list.focus()
+        catalog_list.highlighted = 0
+        first = catalog_list.options[0].id
+        await pilot.press("enter")
+        await pilot.press("space")
+        assert planned_names(pane) == [first, f"{first} #2"]
+
+        plan_list = pane.query_one("#whatif-plan", OptionList)
+        plan_list.focus()
+        plan_list.highlighted = 1
+        await pilot.press("delete")
+        assert planned_names(pane) == [first]
+        await pilot.press("delete")
+        assert planned_names(pane) == []
+        assert pane.query_one("#whatif-bar", BudgetBar).planned_bytes == 0
+
+
+async def test_edit_parameter_changes_the_verdict() -> None:
+    async with open_whatif() as (app, pilot, pane):
+        await pilot.press("b")  # a clean machine: 70B at 4k context fits
+        assert pane.baseline().source == "clean"
+        uid = pane.add("llama3.1:70b")
+        await pilot.pause()
+        assert pane.evaluation is not None and pane.evaluation.fit.verdict == FITS
+        assert "FITS" in verdict_text(pane)
+        gb_before = pane.evaluation.items[0].total.mid
+
+        pane.query_one("#whatif-plan", OptionList).focus()
+        await pilot.press("e")
+        assert isinstance(app.screen, PlanEditScreen)
+        field = app.screen.query_one("#field-context", Input)
+        field.focus()
+        field.value = ""
+        await pilot.press(*"131072", "enter")
+        await pilot.pause()
+
+        assert not isinstance(app.screen, PlanEditScreen)
+        assert pane.plan is not None and pane.plan.resolve(uid).values["context"] == 131072
+        ev = pane.evaluation
+        assert ev is not None and ev.items[0].total.mid > gb_before + 30e9  # the KV cache of 128k tokens
+        assert ev.fit.verdict != FITS
+        assert ev.fit.verdict.upper() in verdict_text(pane) and "FITS" not in verdict_text(pane)
+
+
+async def test_edit_rejects_bad_value_and_escape_cancels() -> None:
+    async with open_whatif() as (app, pilot, pane):
+        uid = pane.add("llama3.1:70b")
+        await pilot.pause()
+        assert pane.plan is not None
+        before = dumps_plan(pane.plan)
+        pane.query_one("#whatif-plan", OptionList).focus()
+        await pilot.press("e")
+        screen = app.screen
+        assert isinstance(screen, PlanEditScreen)
+        field = screen.query_one("#field-parallel", Input)
+        field.focus()
+        field.value = ""
+        await pilot.press("0", "enter")
+        assert app.screen is screen  # still open
+        message = str(screen.query_one("#error", Static).render())
+        assert message.startswith("Parallel: must be at least 1") and "\n" not in message
+        await pilot.press("escape")
+        assert not isinstance(app.screen, PlanEditScreen)
+        assert dumps_plan(pane.plan) == before
+        assert pane.plan.resolve(uid).values["parallel"] == 1
+
+
+async def test_baseline_toggle_and_follows_the_app_samples() -> None:
+    async with open_whatif() as (app, pilot, pane):
+        pane.add("qwen3:8b")
+        await pilot.pause()
+        live = pane.evaluation
+        assert live is not None and live.baseline.source == "live"
+        assert "already counted" in str(pane.query_one("#whatif-hint", Static).render())
+        bar = pane.query_one("#whatif-bar", BudgetBar)
+        assert any(s.key.startswith("container:") for s in bar.segments)
+
+        await pilot.press("b")
+        clean = pane.evaluation
+        assert clean is not None and clean.baseline.source == "clean"
+        assert clean.total.mid < live.total.mid
+        assert [s.key for s in bar.segments if not s.key.startswith("plan:")] == ["host-other", "free"]
+        assert "clean machine" in str(pane.query_one("#whatif-head", Static).render())
+
+        await pilot.press("b")
+        assert pane.evaluation is not None and pane.evaluation.baseline.source == "live"
+        # Each new sample the dashboard takes moves the live baseline.
+        for _ in range(3):
+            await app.refresh_once()
+            assert app.latest is not None and pane.evaluation is not None
+            assert pane.evaluation.baseline.used.mid == float(app.latest.memory.used)
+            assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
+        # The dashboard's own bar shows what is, never the plan.
+        dashboard_bar = app.query_one("#bar", BudgetBar)
+        assert dashboard_bar.planned_bytes == 0
+        assert not any(s.key.startswith("plan:") for s in dashboard_bar.segments)
+
+
+async def test_user_catalog_entry_arrives_through_the_worker(private_home: Path) -> None:
+    user = private_home / ".config" / "sparktop" / "catalog.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[[workload]]\nname = "my-tts"\nkind = "speech"\nmemory_gb = 12\n')
+    async with open_whatif() as (_app, pilot, pane):
+        catalog_list = await filter_catalog(pilot, pane, "my-tts")
+        assert [o.id for o in catalog_list.options] == ["my-tts"]
+        await drag(pilot, catalog_list, 0, "#whatif-plan")
+        assert planned_names(pane) == ["my-tts"]
+        assert pane.evaluation is not None
+        parts = pane.evaluation.items[0].estimate.parts
+        assert parts[0].bytes.mid == 12e9  # the user's figure (plus the CUDA context the planner adds)
+
+
+async def test_catalog_loads_in_a_worker_and_filters() -> None:
+    async with open_whatif(wait=False) as (app, pilot, pane):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        catalog_list = await filter_catalog(pilot, pane, "kind:training")
+        ids = [o.id for o in catalog_list.options]
+        assert ids and pane.catalog is not None
+        assert all(pane.catalog.entries[i].kind == "training" for i in ids)
+        await filter_catalog(pilot, pane, "no-such-workload-xyz")
+        assert [o.id for o in catalog_list.options] == [None]
+
+
+async def test_save_confirms_overwrite_and_load_reports_line(tmp_path: Path) -> None:
+    async with open_whatif() as (app, pilot, pane):
+        pane.add("qwen3:8b")
+        await pilot.pause()
+        target = tmp_path / "plan.toml"
+        target.write_text("# keep me\n")
+        pane.plan_path = target
+        await pilot.press("s")
+        assert isinstance(app.screen, PlanFileScreen)
+        await pilot.press("enter")
+        assert isinstance(app.screen, PlanFileScreen)  # asks first
+        assert target.read_text() == "# keep me\n"
+        assert "exists" in str(app.screen.query_one("#message", Static).render())
+        await pilot.press("enter")  # confirmed
+        assert not isinstance(app.screen, PlanFileScreen)
+        assert 'name = "qwen3:8b"' in target.read_text()
+
+        bad = tmp_path / "bad.toml"
+        bad.write_text('[[workload]]\nname = "qwen3:8b"\ncontext = "lots"\n')
+        await pilot.press("l")
+        screen = app.screen
+        assert isinstance(screen, PlanFileScreen)
+        path_box = screen.query_one("#path", Input)
+        path_box.value = str(bad)
+        await pilot.press("enter")
+        message = str(screen.query_one("#message", Static).render())
+        assert message.startswith(f"{bad}:3: field 'context'") and "\n" not in message
+        path_box.value = str(target)
+        await pilot.press("enter")
+        assert not isinstance(app.screen, PlanFileScreen)
+        assert planned_names(pane) == ["qwen3:8b"]
+        assert isinstance(pane.plan, Plan)
+
+
+async def test_edit_choice_and_switch_fields() -> None:
+    async with open_whatif() as (app, pilot, pane):
+        uid = pane.add("llama3.1:70b")
+        await pilot.pause()
+        assert pane.evaluation is not None
+        q4 = pane.evaluation.items[0].total.mid
+        pane.query_one("#whatif-plan", OptionList).focus()
+        await pilot.press("e")
+        screen = app.screen
+        assert isinstance(screen, PlanEditScreen)
+        screen.query_one("#field-quant", Select).value = "Q8_0"
+        switch = screen.query_one("#field-flash_attention", Switch)
+        assert switch.value is True
+        switch.focus()
+        await pilot.press("space")  # a Switch toggles with space
+        await pilot.press("ctrl+s")
+        assert not isinstance(app.screen, PlanEditScreen)
+        assert pane.plan is not None
+        values = pane.plan.resolve(uid).values
+        assert values["quant"] == "Q8_0" and values["flash_attention"] is False
+        assert pane.evaluation.items[0].total.mid > q4 * 1.5  # 8.5 bits a weight instead of ~4.8
+        bar = pane.query_one("#whatif-bar", BudgetBar)
+        assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
