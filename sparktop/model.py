@@ -63,7 +63,7 @@ class HostMemory(_Model):
         return max(0, self.total - self.available)
 
 
-# --- GPU -----------------------------------------------------------------------------------------------------
+# --- GPU ---------------------------------------------------------------------------------------------------
 
 
 class GpuProcess(_Model):
@@ -204,7 +204,7 @@ class Accounting(_Model):
     unattributed: int = 0
     # GPU memory that is not part of the host pool (discrete GPUs): shown, never added to `used`.
     gpu_outside_pool: int = 0
-    # Bytes counted twice by the consumers (shared pages in RSS), taken off their CPU side so parts sum to used.
+    # Bytes counted twice by consumers (shared pages in RSS), taken off their CPU side so parts sum to used.
     overcount_removed: int = 0
 
 

@@ -73,7 +73,25 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not look for local models (Ollama, Hugging Face cache, GGUF files)",
     )
+    parser.add_argument("--safe", type=float, metavar="GB", help="safe line in GB (default: config, else 80)")
+    parser.add_argument(
+        "--max", type=float, metavar="GB", help="aggressive line in GB (default: config, else 100)"
+    )
     parser.error = lambda message: _usage_error(parser, message)  # type: ignore[method-assign]
+
+
+def _lines(args: argparse.Namespace) -> tuple[float | None, float | None]:
+    """The user's lines in bytes: --safe/--max, else the dashboard's config file when it sets them; None
+    keeps the reference's 80/100 GB."""
+    from sparktop.config import Config, load_config
+
+    config, _problems = load_config()
+    defaults = Config()
+    safe = (
+        args.safe if args.safe is not None else config.safe_gb if config.safe_gb != defaults.safe_gb else None
+    )
+    high = args.max if args.max is not None else config.max_gb if config.max_gb != defaults.max_gb else None
+    return (safe * GB if safe else None, high * GB if high else None)
 
 
 def _live_snapshot() -> Snapshot:
@@ -271,7 +289,11 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             print(f"sparktop plan: {fallback_note}", file=sys.stderr)
             baseline = Baseline.clean()
 
-    ev = evaluate(plan, baseline)
+    safe, aggressive = _lines(args)
+    if safe is not None and aggressive is not None and safe >= aggressive:
+        print("sparktop plan: the safe line must be below the aggressive line", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    ev = evaluate(plan, baseline, safe, aggressive)
     if fallback_note:
         ev.notes.append(fallback_note)
     if getattr(args, "save", None):

@@ -235,10 +235,16 @@ def _load(w: Workload, est: Estimate, name: str) -> GpuLoad:
     return GpuLoad(name=name, gpu_use=w.gpu_use, duty=w.duty, group=group, bytes_per_token=bpt, heavy=heavy)
 
 
-def evaluate(plan: Plan, baseline: Baseline | None = None) -> Evaluation:
-    """Estimates and verdicts for the whole plan on top of `baseline` (a clean machine when None)."""
+def evaluate(
+    plan: Plan, baseline: Baseline | None = None, safe: float | None = None, aggressive: float | None = None
+) -> Evaluation:
+    """Estimates and verdicts for the whole plan on top of `baseline` (a clean machine when None).
+    `safe`/`aggressive` (bytes) are the user's lines; by default the reference's 80/100 GB, scaled on a
+    machine much smaller than a Spark."""
     baseline = baseline or Baseline.clean()
     lines = Lines.for_pool(baseline.pool)
+    if safe is not None or aggressive is not None:
+        lines = Lines(safe or lines.safe, aggressive or lines.aggressive, baseline.pool)
     items: list[ItemResult] = []
     ollama_default = False  # an Ollama model estimated at the assumed default context
     names_seen: dict[str, int] = {}

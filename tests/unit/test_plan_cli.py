@@ -283,3 +283,16 @@ def test_json_schema_in_a_subprocess(isolated):
     assert data["fit"] in ("fits", "tight", "OOM risk", "won't fit")
     assert data["compute"] in ("ok", "careful", "no")
     assert all(isinstance(r, str) and r for r in data["reasons"])
+
+
+def test_user_lines_from_flags_and_config(capsys, isolated):
+    workloads = SCENARIOS["F"][0]  # ~86 GB: tight against the reference's 80/100 GB lines
+    assert run_json(capsys, *workloads)[1]["fit"] == "tight"
+    code, data = run_json(capsys, "--safe", "90", "--max", "110", *workloads)
+    assert (code, data["fit"]) == (0, "fits")
+    config = isolated / "config" / "sparktop" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("safe_gb = 60\nmax_gb = 70\n")
+    code, data = run_json(capsys, *workloads)
+    assert (code, data["fit"]) == (2, "OOM risk")
+    assert main(["--clean", "--safe", "90", "--max", "80", *workloads]) == EXIT_BAD_INPUT
