@@ -25,6 +25,9 @@ A live view of the DGX Spark's **one unified memory pool**, shared by the CPU an
 | `p` | pause / resume the display (sampling goes on) |
 | `+` / `-` | refresh faster / slower |
 | `t` | next theme |
+| `s` | stop the selected container (or the container of the selected process), after a confirmation |
+| `S` | stop every running container of the selected row's compose project |
+| `k` / `K` | SIGTERM / SIGKILL the selected host process; `K` also kills a container whose stop timed out |
 | `ctrl+p` | command palette: every action by name |
 | `?` | this help · `q` quit |
 
@@ -50,6 +53,13 @@ freeze the whole machine: act on a warning.
 
 A consumer whose memory keeps growing over the last minutes gets an alert with its rate and when the pool
 would cross the lines at that rate. One-off steps and noise do not alert.
+
+## Stopping things
+
+Every stop and signal asks first, with **Cancel** focused: `y` confirms, `n` or Esc cancels. Stops run in
+the background; the result ("stopped X — freed 3.1 GB") is reported once the pool shows the memory back.
+`--read-only` (or `read_only = true` in the config) turns every stop and signal off. Each confirmed action
+is logged to `$XDG_STATE_HOME/sparktop/actions.log`.
 
 Press **Esc**, **q** or **?** to close.
 """
