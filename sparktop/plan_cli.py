@@ -200,14 +200,10 @@ def render(ev: Evaluation, verbose: bool = False) -> str:
     out.append(f"  Compute  {ev.compute.verdict.upper():<10}{ev.compute.reason}")
     for extra in ev.compute.reasons[1:]:
         out.append(f"  {'':<19}{extra}")
-    slow = [f"{r.name} ~{r.slowdown:.1f}x" for r in ev.items if r.slowdown and r.slowdown > 1.05]
+    slow = [f"{name} ~{factor:.1f}x" for name, factor in ev.slowed()]
     if slow:
         out.append(f"  Slowdown {'':<10}{', '.join(slow)} (expected, while the rest of the plan runs)")
-    shared = [
-        f"{r.name} ~{r.decode_shared.mid:.1f} tok/s"
-        for r in ev.items
-        if r.decode_shared and r.decode and r.decode_shared.mid < r.decode.mid * 0.95
-    ]
+    shared = [f"{name} ~{tok_s:.1f} tok/s" for name, tok_s in ev.shared_decoding()]
     if shared:
         out.append(
             f"  Decoding {'':<10}all at once: {', '.join(shared)} (they share {BANDWIDTH / GB:.0f} GB/s)"

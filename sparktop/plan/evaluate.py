@@ -122,6 +122,18 @@ class Evaluation:
     def total(self) -> Range:
         return self.fit.total
 
+    def slowed(self, threshold: float = 1.05) -> list[tuple[str, float]]:
+        """(name, expected slowdown) of each workload slowed by the rest of the plan."""
+        return [(r.name, r.slowdown) for r in self.items if r.slowdown and r.slowdown > threshold]
+
+    def shared_decoding(self) -> list[tuple[str, float]]:
+        """(name, tok/s) of each decoder noticeably slower when every decoder runs at once."""
+        return [
+            (r.name, r.decode_shared.mid)
+            for r in self.items
+            if r.decode_shared and r.decode and r.decode_shared.mid < r.decode.mid * 0.95
+        ]
+
     @property
     def reasons(self) -> list[str]:
         """Every reason in a sentence: the fit, the compute verdict's reasons, then the notes."""
