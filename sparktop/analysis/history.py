@@ -217,14 +217,13 @@ class History:
         if values is None or not self._times:
             return [], []
         start = bisect_left(self._times, self._times[-1] - window_s)
-        ts: list[float] = []
-        vs: list[int] = []
-        for i in range(start, len(self._times)):
-            v = values[i]
-            if v != _ABSENT:
-                ts.append(self._times[i])
-                vs.append(v)
-        return ts, vs
+        # Slices and tolist run in C; the Python-level filter only when the key was absent somewhere.
+        ts = self._times[start:].tolist()
+        vs = values[start:].tolist()
+        if _ABSENT not in vs:
+            return ts, vs
+        keep = [i for i, v in enumerate(vs) if v != _ABSENT]
+        return [ts[i] for i in keep], [vs[i] for i in keep]
 
     def latest(self, key: str) -> int | None:
         """`key`'s total at the latest tick; None when absent there."""

@@ -34,7 +34,6 @@ from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.ui.format import fmt_size
-from sparktop.ui.screens.help import HelpScreen
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
@@ -368,6 +367,11 @@ class SparktopApp(App[None]):
         total = self.latest.memory.total
         chart.redraw(self.history, cfg.safe_bytes, cfg.max_bytes, total, cfg.units, colors=colors)
 
+    def _redraw_chart_if_shown(self) -> None:
+        shown = self.query_one(TabbedContent).active == "dashboard"
+        if shown and self.latest is not None and not self.paused:
+            self._redraw_chart(force=True)
+
     def _rate(self, key: str) -> float | None:
         return rate_per_min(self.history, key, CREEP_WINDOW_S)
 
@@ -448,7 +452,8 @@ class SparktopApp(App[None]):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "dashboard" and self.latest is not None and not self.paused:
-            self._redraw_chart(force=True)
+            # After the layout: a pane that was hidden has no size yet, and the chart's axes follow its size.
+            self.call_after_refresh(self._redraw_chart_if_shown)
         table = self._active_table()
         if table is not None:
             table.flush()
@@ -459,6 +464,9 @@ class SparktopApp(App[None]):
         self.query_one(TabbedContent).active = tab
 
     def action_help(self) -> None:
+        # Imported here: Markdown costs ~0.1 s at start-up, before the first frame.
+        from sparktop.ui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

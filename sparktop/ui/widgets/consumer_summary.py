@@ -26,11 +26,15 @@ class ConsumerSummary(Widget):
     def show(
         self, segments: list[Segment], rate: Callable[[str], float | None], units: str, warn_color: str
     ) -> None:
-        self._rows = [(seg, rate(seg.key) if seg.key != "free" else None) for seg in segments]
+        rows = [(seg, rate(seg.key) if seg.key != "free" else None) for seg in segments]
+        # One line per row: the height (and so the layout) changes only with the row count.
+        relayout = len(rows) != len(self._rows)
+        self._rows = rows
         self.units = units
         self.warn_color = warn_color
-        self.clear_cached_dimensions()  # one line per row: the height follows the row count
-        self.refresh(layout=True)
+        if relayout:
+            self.clear_cached_dimensions()
+        self.refresh(layout=relayout)
 
     def render(self) -> Table | Text:
         if not self._rows:

@@ -34,6 +34,7 @@ class CreepAlerts(Static):
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__("", name=name, id=id, classes=classes)
         self.alerts: list[CreepAlert] = []
+        self._shown: Text | None = None
 
     def show_alerts(self, alerts: list[CreepAlert], units: str = "GiB") -> None:
         self.alerts = list(alerts)
@@ -46,5 +47,16 @@ class CreepAlerts(Static):
         text = Text("⚠ creep")
         for alert in alerts:
             text.append("\n" + alert.message(units))
-        self.update(text)
+        if text != self._shown or not self.display:
+            # The ETAs change every tick; lay the screen out again only when the block's height changes.
+            width = self.content_size.width
+            before = self._shown
+            same_height = (
+                self.display
+                and before is not None
+                and width > 0
+                and len(before.wrap(self.app.console, width)) == len(text.wrap(self.app.console, width))
+            )
+            self._shown = text
+            self.update(text, layout=not same_height)
         self.display = True

@@ -14,6 +14,7 @@ from textual.widget import Widget
 
 from sparktop.model import GpuReport, GpuState
 from sparktop.ui.format import fmt_bytes, sparkline
+from sparktop.ui.widgets.redraw import refresh_if_changed
 
 HISTORY = 240  # samples kept per metric, enough for the widest sparkline
 
@@ -50,6 +51,7 @@ class GpuPanel(Widget):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self._drawn: tuple[tuple, Text] | None = None  # (width and layout flags, text): render + measure once
         self._report: GpuReport | None = None
         self._series: dict[tuple[str, str], deque[float | None]] = {}
         self.units = "GiB"
@@ -75,14 +77,32 @@ class GpuPanel(Widget):
         self._report = report
         self.units = units
         self.spark_color = spark_color
-        self.refresh(layout=True)
+        self._redraw()
 
     def render(self) -> Text:
-        return self._build(max(20, self.size.width or 40))
+        return self._text(max(20, self.size.width or 40))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Built for the width asked, not the last size (Widget caches heights by width alone).
-        return len(self._build(max(20, width)).wrap(self.app.console, width)) if width else 0
+        return len(self._text(max(20, width)).wrap(self.app.console, width)) if width else 0
+
+    def _text(self, width: int) -> Text:
+        key = (width,)
+        if self._drawn is None or self._drawn[0] != key:
+            self._drawn = (key, self._build(width))
+        return self._drawn[1].copy()
+
+    def _redraw(self) -> None:
+        """New data: repaint if the text changed, lay out if its height did."""
+        before = self._drawn
+        self._drawn = None
+        width = self.size.width
+        if before is None or not width or not self.is_mounted:
+            self.refresh(layout=True)
+            return
+        width = max(20, width)
+        after = self._text(width)
+        refresh_if_changed(self, before[1] if before[0] == self._drawn[0] else None, after, width)  # type: ignore[index]
 
     def _build(self, width: int) -> Text:
         report = self._report

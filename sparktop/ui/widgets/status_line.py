@@ -48,8 +48,9 @@ class StatusLine(Widget):
             text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")
         if snapshot is not None and not snapshot.docker.available and snapshot.docker.reason:
             text.append(f"  docker: {snapshot.docker.reason}", style="dim italic")
-        self._text = text
-        self.refresh()
+        if text != self._text:  # the clock moves once a second; at shorter intervals often nothing does
+            self._text = text
+            self.refresh()
 
     def render(self) -> Text:
         text = self._text.copy()
