@@ -57,6 +57,9 @@ MIN_WIDTH = 60
 MIN_HEIGHT = 18
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CREEP_WINDOW_S = 300.0
+# The history chart spans minutes to hours and plotext costs ~15-20 ms a draw: a few seconds between
+# draws is invisible on that scale and is most of the dashboard's CPU budget.
+CHART_MIN_REDRAW_S = 5.0
 
 
 class ContainersTable(ConsumerTable[ContainerInfo]):
@@ -353,14 +356,15 @@ class SparktopApp(App[None]):
 
     def _redraw_chart(self, force: bool = False) -> None:
         """The history chart, its consumers in the same colours as their bar segments. Redrawn when the new
-        data moves it by at least a column (plotext is the costliest view to draw)."""
+        data moves it by at least a column, and at most every CHART_MIN_REDRAW_S (plotext is the costliest
+        view to draw)."""
         assert self.latest is not None
         cfg = self.config
         chart = self.query_one(HistoryChart)
         times = self.history.times()
         if not force and times and self._chart_drawn_at is not None:
             per_column = (times[-1] - times[0]) / max(1, chart.size.width - 8)
-            if times[-1] - self._chart_drawn_at < max(self.interval, per_column) * 0.999:
+            if times[-1] - self._chart_drawn_at < max(self.interval, per_column, CHART_MIN_REDRAW_S) * 0.999:
                 return
         self._chart_drawn_at = times[-1] if times else None
         colors = {seg.key: seg.color for seg in self.query_one(BudgetBar).segments}
