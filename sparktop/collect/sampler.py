@@ -112,6 +112,7 @@ class LiveSource:
         self._nvml_error: str | None = None  # why there is no collector, once making it failed
         self._docker = docker
         self._docker_error: str | None = None
+        self._skip_discovery = False
         self._last_memory: HostMemory | None = None
         self._pss = _PssCache(self.proc_root, pss_top_n, pss_interval)
 
@@ -133,7 +134,16 @@ class LiveSource:
             errors.append(f"NVML: {_one_line(exc)}")
             return GpuReport(available=False, reason=f"NVML error: {_one_line(exc)}")
 
+    def defer_discovery(self) -> None:
+        """The next sample skips Docker discovery (containers by id, status not known yet), the one after
+        fetches the names: importing the Docker SDK and asking the engine take ~0.15 s that a dashboard's
+        first frame need not wait for."""
+        self._skip_discovery = True
+
     def _discovery(self, errors: list[str]) -> tuple[dict[str, dict[str, Any]], DockerStatus]:
+        if self._skip_discovery:
+            self._skip_discovery = False
+            return {}, DockerStatus(available=False, reason=None)
         if self._docker is None and self._docker_error is None:
             try:
                 from sparktop.collect.docker import DockerDiscovery

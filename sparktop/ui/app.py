@@ -199,6 +199,11 @@ class SparktopApp(App[None]):
         if self.auto_sample:
             self._start_timer()
             if self.warmup == 0:
+                # A live source may leave the Docker SDK and the engine for the next tick: the first frame
+                # shows containers by id for one interval instead of waiting ~0.15 s for their names.
+                defer = getattr(self.source, "defer_discovery", None)
+                if callable(defer):
+                    defer()
                 self._tick()
 
     def on_resize(self, event: Resize) -> None:

@@ -107,11 +107,23 @@ class StopActions:
         self.read_only = read_only
         self.units = units
         self.log = log or ActionLog()
-        self.controller = controller_for(source) if controller == "auto" else controller
+        self._controller = controller
         self.on_change = on_change
         self.pending: dict[str, Pending] = {}  # container id -> operation
         self.groups: dict[str, Group] = {}
         self.reports: list[str] = []  # every line shown to the user, oldest first (tests, debugging)
+
+    @property
+    def controller(self) -> ContainerController | None:
+        # Made on first use: for a live source that imports the Docker SDK (~0.1 s), which the dashboard's
+        # first frame need not wait for.
+        if isinstance(self._controller, str):  # "auto"
+            self._controller = controller_for(self.source)
+        return self._controller
+
+    @controller.setter
+    def controller(self, value: ContainerController | None) -> None:
+        self._controller = value
 
     # -- the keys ------------------------------------------------------------------------------------------
 

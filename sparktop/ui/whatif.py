@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -24,27 +24,17 @@ from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
 from sparktop.analysis.accounting import account
-from sparktop.analysis.estimate import GB, fmt_gb
-from sparktop.analysis.verdict import CAREFUL, FITS, NO, OK, OOM_RISK, SPARK_POOL, TIGHT, WONT_FIT
-from sparktop.catalog import Catalog, load_catalog
-from sparktop.catalog.params import KINDS
 from sparktop.model import Accounting, Consumer, Snapshot
-from sparktop.plan import Baseline, Evaluation, Plan, PlanError, estimate_workload, evaluate
-from sparktop.ui.screens.plan_edit import PlanEditScreen
-from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
 from sparktop.ui.widgets.plan_board import CatalogList, PlanList, set_options_keeping
 
-VERDICT_STYLE = {
-    FITS: "$success",
-    TIGHT: "$warning",
-    OOM_RISK: "$error",
-    WONT_FIT: "$error",
-    OK: "$success",
-    CAREFUL: "$warning",
-    NO: "$error",
-}
+# The catalog and the planner (~0.1 s of imports) are imported where they are used, mostly in the catalog
+# worker: the dashboard's first frame does not wait for a tab that is not shown yet.
+if TYPE_CHECKING:
+    from sparktop.catalog import Catalog
+    from sparktop.plan import Baseline, Evaluation, Plan
+
 DEFAULT_PLAN_FILE = "plan.toml"
 
 
@@ -67,6 +57,8 @@ def kind_label(kind: str, engine: str | None) -> str:
 
 def parse_filter(text: str) -> tuple[str, str | None, str | None]:
     """Filter words, with `kind:training` and `source:local` narrowing the list."""
+    from sparktop.catalog.params import KINDS
+
     words, kind, source = [], None, None
     for word in text.split():
         key, _, value = word.partition(":")
@@ -82,6 +74,8 @@ def parse_filter(text: str) -> tuple[str, str | None, str | None]:
 def entry_sizes(catalog: Catalog) -> dict[str, float]:
     """Each entry's estimate alone (mid, bytes), for the catalog list; entries that cannot resolve are left
     out."""
+    from sparktop.plan import Plan, PlanError, estimate_workload
+
     sizes: dict[str, float] = {}
     scratch = Plan(catalog)
     for entry in catalog.entries.values():
@@ -166,21 +160,25 @@ class WhatIfPane(Vertical):
         plan_list.border_title = "Plan"
         plan_list.border_subtitle = "drag in/out · Del removes · e edits"
         source = self._catalog_source
-        if isinstance(source, Catalog):
-            self._catalog_ready(source, entry_sizes(source))
-        else:
-            self.query_one("#whatif-catalog", CatalogList).set_options(
-                [Option("loading the catalog…", disabled=True)]
-            )
-            self._load_catalog(source or load_catalog)
         self.snapshot = self.context().snapshot
-        self._update()
+        if source is not None and not callable(source):  # a Catalog, given ready
+            self._catalog_ready(source, entry_sizes(source))
+            return
+        self.query_one("#whatif-catalog", CatalogList).set_options(
+            [Option("loading the catalog…", disabled=True)]
+        )
+        plan_list.set_options([Option(Content.styled("loading…", "dim"), disabled=True)])
+        # Loaded after the first frame is painted, so the thread's imports do not compete with it; the pane
+        # is drawn when the catalog (or its error) comes back.
+        self.call_after_refresh(self._load_catalog, source)
 
     # -- catalog ---------------------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="whatif-catalog", exit_on_error=False)
-    def _load_catalog(self, loader: Callable[[], Catalog]) -> None:
+    def _load_catalog(self, loader: Callable[[], Catalog] | None) -> None:
         try:
+            if loader is None:
+                from sparktop.catalog import load_catalog as loader
             catalog = loader()
             sizes = entry_sizes(catalog)
         except Exception as exc:  # a broken catalog must not take the dashboard down
@@ -190,8 +188,11 @@ class WhatIfPane(Vertical):
 
     def _catalog_failed(self, message: str) -> None:
         self.query_one("#whatif-catalog", CatalogList).set_options([Option(message, disabled=True)])
+        self._update()
 
     def _catalog_ready(self, catalog: Catalog, sizes: dict[str, float]) -> None:
+        from sparktop.plan import Plan
+
         self.catalog, self.sizes = catalog, sizes
         if self.plan is None or self.plan.catalog is not catalog:
             self.plan = Plan(catalog)
@@ -201,6 +202,8 @@ class WhatIfPane(Vertical):
         self._update()
 
     def _fill_catalog(self) -> None:
+        from sparktop.analysis.estimate import GB
+
         if self.catalog is None:
             return
         words, kind, source = parse_filter(self.query_one("#whatif-filter", Input).value)
@@ -228,6 +231,8 @@ class WhatIfPane(Vertical):
 
     def add(self, name: str, index: int | None = None) -> int | None:
         """Add a catalog entry to the plan (at `index`); its uid, or None with the error shown."""
+        from sparktop.plan import PlanError
+
         if self.plan is None:
             return None
         try:
@@ -285,6 +290,9 @@ class WhatIfPane(Vertical):
                 self._stale = True  # on a hidden tab: redraw when it is shown
 
     def baseline(self) -> Baseline:
+        from sparktop.analysis.verdict import SPARK_POOL
+        from sparktop.plan import Baseline
+
         snap = self.snapshot
         if self.baseline_mode == "live" and snap is not None:
             return Baseline.from_snapshot(snap)
@@ -301,6 +309,8 @@ class WhatIfPane(Vertical):
         ctx = self.context()
         if self.snapshot is None and ctx.snapshot is not None:
             self.snapshot = ctx.snapshot
+        from sparktop.plan import evaluate
+
         baseline = self.baseline()
         # The verdict uses the same lines as the projected bar: the user's configured thresholds.
         self.evaluation = (
@@ -312,6 +322,8 @@ class WhatIfPane(Vertical):
         self._draw_verdicts()
 
     def _draw_head(self, baseline: Baseline) -> None:
+        from sparktop.analysis.estimate import fmt_gb
+
         pool = f"pool {fmt_gb(baseline.pool)}"
         if baseline.source == "live":
             host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
@@ -348,6 +360,8 @@ class WhatIfPane(Vertical):
         bar.show(accounting, total, ctx.safe_bytes, ctx.max_bytes, ctx.units, ctx.palette, planned=planned)
 
     def _draw_plan(self, highlight: int | None) -> None:
+        from sparktop.analysis.estimate import GB
+
         plan_list = self.query_one("#whatif-plan", PlanList)
         ev = self.evaluation
         if ev is None or not ev.items:
@@ -406,9 +420,13 @@ class WhatIfPane(Vertical):
         if self.plan is None or uid is None:
             self.app.notify("highlight a planned workload to edit it", timeout=3)
             return
+        from sparktop.ui.screens.plan_edit import PlanEditScreen
+
         self.app.push_screen(PlanEditScreen(self.plan, uid), lambda changed: self._update(highlight=uid))
 
     def action_save(self) -> None:
+        from sparktop.ui.screens.plan_file import PlanFileScreen
+
         if self.plan is None:
             return
         self.app.push_screen(PlanFileScreen("save", self.plan, self.plan_path), self._saved)
@@ -419,11 +437,15 @@ class WhatIfPane(Vertical):
             self.app.notify(f"plan saved to {result}", timeout=4)
 
     def action_load(self) -> None:
+        from sparktop.ui.screens.plan_file import PlanFileScreen
+
         if self.plan is None:
             return
         self.app.push_screen(PlanFileScreen("load", self.plan, self.plan_path), self._loaded)
 
     def _loaded(self, result: object) -> None:
+        from sparktop.plan import Plan
+
         if isinstance(result, Plan):
             self.set_plan(result)
             self.app.notify(f"plan loaded: {len(result)} workloads", timeout=4)
@@ -442,5 +464,16 @@ class WhatIfPane(Vertical):
 
 
 def _verdict_line(title: str, verdict: str, reason: str) -> str:
-    style = VERDICT_STYLE.get(verdict, "")
+    from sparktop.analysis.verdict import CAREFUL, FITS, NO, OK, OOM_RISK, TIGHT, WONT_FIT
+
+    styles = {
+        FITS: "$success",
+        TIGHT: "$warning",
+        OOM_RISK: "$error",
+        WONT_FIT: "$error",
+        OK: "$success",
+        CAREFUL: "$warning",
+        NO: "$error",
+    }
+    style = styles.get(verdict, "")
     return f"[b]{title:<8}[/b] [b {style}]{verdict.upper()}[/] {escape(reason)}"

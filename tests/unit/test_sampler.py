@@ -475,3 +475,16 @@ def test_live_on_this_machine() -> None:
         source.close()
         child.kill()
         child.wait()
+
+
+def test_deferred_discovery_gives_ids_first_then_names(tmp_path: Path) -> None:
+    # The dashboard's first frame does not wait for the Docker SDK: one sample by id, names from the next.
+    source, _ = live(tmp_path, 2)
+    source.defer_discovery()
+    first = source.sample()
+    assert first.docker == DockerStatus(available=False, reason=None)  # not known yet: nothing to say
+    assert {c.id for c in first.containers} == {A, B, C, K}
+    assert all(c.name is None for c in first.containers)
+    second = source.sample()
+    assert second.docker.available
+    assert {c.id: c.name for c in second.containers}[A] == "whisper"

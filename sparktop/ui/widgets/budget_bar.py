@@ -11,12 +11,11 @@ from rich.text import Text
 from textual.color import Color
 from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from sparktop.model import GB, Accounting
 from sparktop.ui.format import fmt_bytes, fmt_gb, fmt_size
 from sparktop.ui.themes import Palette
-from sparktop.ui.widgets.redraw import refresh_if_changed
+from sparktop.ui.widgets.redraw import LineDiffWidget
 
 
 def _ink(background: str) -> str:
@@ -110,7 +109,7 @@ def _place(occupied: list[bool], start: int, text: str) -> bool:
     return True
 
 
-class BudgetBar(Widget):
+class BudgetBar(LineDiffWidget):
     """Call `show(accounting, total, safe_bytes, max_bytes, units, palette)` each tick."""
 
     DEFAULT_CSS = """
@@ -150,15 +149,8 @@ class BudgetBar(Widget):
             free = self.segments.pop()  # build_segments always ends with "free"
             self.segments += [*planned, replace(free, nbytes=max(0, free.nbytes - self.planned_bytes))]
         self.state = bar_state(accounting.used + self.planned_bytes, safe_bytes, max_bytes)
-        before = self._cache
         self._cache = None
-        width = self.size.width
-        if before is None or not width or not self.is_mounted:
-            self.refresh(layout=True)
-            return
-        after = self._build(max(10, width))
-        same_layout = self._cache is not None and self._cache[0] == before[0]
-        refresh_if_changed(self, before[1] if same_layout else None, after, max(10, width))
+        self.refresh_changed()
 
     def render(self) -> Text:
         return self._build(max(10, self.size.width or 80))
@@ -335,16 +327,27 @@ class BudgetBar(Widget):
                     if i not in folded and self.segments[i].key.startswith(("process:", "container:"))
                 )
                 items.insert(named_left, more)
-            lines = _wrap(items, width)
-            if len(lines) <= limit:
-                return lines
-        return lines[:limit]
+            # Count the lines from the items' widths; only the wording that fits is wrapped into Text.
+            if _line_count([item.cell_len for item in items], width) <= limit:
+                return _wrap(items, width)
+        return _wrap(items, width)[:limit]
 
     def _legend_item(self, seg: Segment, units: str) -> Text:
         size = fmt_bytes(seg.nbytes, units)
         if self.detailed and seg.gpu_bytes:
             size += f" (GPU {fmt_bytes(seg.gpu_bytes, units)})"
         return Text.assemble(("■ ", seg.color), (seg.label, "bold"), f" {size}")
+
+
+def _line_count(widths: list[int], width: int) -> int:
+    """How many lines `_wrap` makes of items this wide."""
+    lines, current = 1, 0
+    for w in widths:
+        if current and current + 2 + w > width:
+            lines += 1
+            current = 0
+        current += w + 2 if current else w
+    return lines
 
 
 def _wrap(items: list[Text], width: int) -> list[Text]:

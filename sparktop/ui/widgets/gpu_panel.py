@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual.geometry import Size
-from textual.widget import Widget
 
 from sparktop.model import GpuReport, GpuState
 from sparktop.ui.format import fmt_bytes, sparkline
-from sparktop.ui.widgets.redraw import refresh_if_changed
+from sparktop.ui.widgets.redraw import LineDiffWidget
 
 HISTORY = 240  # samples kept per metric, enough for the widest sparkline
 
@@ -44,7 +43,7 @@ def never_known(gpu: GpuState, field: str) -> bool:
     return reason is not None and getattr(gpu, field, None) is None and not reason.startswith("driver error")
 
 
-class GpuPanel(Widget):
+class GpuPanel(LineDiffWidget):
     DEFAULT_CSS = """
     GpuPanel { height: auto; }
     """
@@ -94,15 +93,8 @@ class GpuPanel(Widget):
 
     def _redraw(self) -> None:
         """New data: repaint if the text changed, lay out if its height did."""
-        before = self._drawn
         self._drawn = None
-        width = self.size.width
-        if before is None or not width or not self.is_mounted:
-            self.refresh(layout=True)
-            return
-        width = max(20, width)
-        after = self._text(width)
-        refresh_if_changed(self, before[1] if before[0] == self._drawn[0] else None, after, width)  # type: ignore[index]
+        self.refresh_changed()
 
     def _build(self, width: int) -> Text:
         report = self._report

@@ -7,17 +7,16 @@ from collections import deque
 from rich.text import Text
 from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from sparktop.model import HostMemory
 from sparktop.ui.format import fmt_bytes, fmt_size, sparkline
 from sparktop.ui.themes import Palette
-from sparktop.ui.widgets.redraw import refresh_if_changed
+from sparktop.ui.widgets.redraw import LineDiffWidget
 
 _LEVEL_WORDS = {"ok": "● OK", "warn": "▲ WARNING", "critical": "■ CRITICAL"}
 
 
-class PressurePanel(Widget):
+class PressurePanel(LineDiffWidget):
     DEFAULT_CSS = """
     PressurePanel { height: auto; }
     """
@@ -61,15 +60,8 @@ class PressurePanel(Widget):
 
     def _redraw(self) -> None:
         """New data: repaint if the text changed, lay out if its height did."""
-        before = self._drawn
         self._drawn = None
-        width = self.size.width
-        if before is None or not width or not self.is_mounted:
-            self.refresh(layout=True)
-            return
-        width = max(20, width)
-        after = self._text(width)
-        refresh_if_changed(self, before[1] if before[0] == self._drawn[0] else None, after, width)  # type: ignore[index]
+        self.refresh_changed()
 
     def _build(self, width: int) -> Text:
         if self._data is None:

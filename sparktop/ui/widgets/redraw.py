@@ -3,17 +3,81 @@ layout pass and a repaint of the whole dashboard every tick were most of the app
 
 from __future__ import annotations
 
+from typing import Self
+
 from rich.text import Text
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 
-def refresh_if_changed(widget: Widget, before: Text | None, after: Text, width: int) -> None:
-    """`before` and `after`: the widget's text at `width` before and after new data (None: not drawn)."""
-    if before is None:
-        widget.refresh(layout=True)
-        return
-    if before == after:  # same characters, same styles
-        return
-    console = widget.app.console
-    same_height = len(before.wrap(console, width)) == len(after.wrap(console, width))
-    widget.refresh(layout=not same_height)
+class LineDiffWidget(Widget):
+    """A text panel drawn through the Line API, one list of strips per line of its `render()` text: new data
+    (`refresh_changed()`) converts and repaints only the lines whose text changed, where Textual would
+    convert the whole text again on any change (most of a panel's cost per tick)."""
+
+    _dl_key: tuple[int, Style] | None = None  # (width, visual style) the strips were made for
+    _dl_texts: list[Text]
+    _dl_strips: list[list[Strip]]
+    _dl_flat: list[Strip]
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        if not regions:  # a whole repaint (theme, CSS, reactive, resize): make every line again
+            self._dl_key = None
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def refresh_changed(self) -> None:
+        """New data: repaint the lines whose text changed; lay out again if the height changed."""
+        if not self.is_mounted or not self.size.width or self._dl_key is None:
+            self.refresh(layout=True)
+            return
+        height = len(self._dl_flat)
+        rows = self._dl_sync()
+        if rows is None:  # lines came or went, or one wraps differently
+            super().refresh(layout=len(self._dl_flat) != height)
+            return
+        width = self.size.width
+        for y in rows:
+            super().refresh(Region(0, y, width, 1))
+
+    def render_line(self, y: int) -> Strip:
+        if self.text_selection is not None:  # a selection is drawn by Textual's own path
+            return super().render_line(y)
+        if self._dl_key != (self.size.width, self.visual_style):
+            self._dl_sync()
+        if y < len(self._dl_flat):
+            return self._dl_flat[y]
+        return Strip.blank(self.size.width, self.visual_style.rich_style)
+
+    def _dl_strips_of(self, line: Text, width: int) -> list[Strip]:
+        return Visual.to_strips(self, visualize(self, line), width, None, self.visual_style)
+
+    def _dl_sync(self) -> list[int] | None:
+        """Bring the strips up to date with `render()`: the rows that changed, or None when all did."""
+        width = self.size.width
+        key = (width, self.visual_style)
+        rendered = self.render()
+        text = rendered if isinstance(rendered, Text) else Text(str(rendered))
+        lines = list(text.split("\n", allow_blank=True))
+        if key != self._dl_key or len(lines) != len(self._dl_texts):
+            self._dl_key, self._dl_texts = key, lines
+            self._dl_strips = [self._dl_strips_of(line, width) for line in lines]
+            self._dl_flat = [strip for strips in self._dl_strips for strip in strips]
+            return None
+        rows: list[int] = []
+        y = 0
+        moved = False
+        for i, line in enumerate(lines):
+            if line != self._dl_texts[i]:
+                strips = self._dl_strips_of(line, width)
+                moved = moved or len(strips) != len(self._dl_strips[i])
+                self._dl_texts[i], self._dl_strips[i] = line, strips
+                rows.extend(range(y, y + len(strips)))
+            y += len(self._dl_strips[i])
+        if rows:
+            self._dl_flat = [strip for strips in self._dl_strips for strip in strips]
+        return None if moved else rows
