@@ -40,6 +40,7 @@ class Shot:
     keys: tuple[str, ...] = ()
     warmup: int = 420
     config: dict = field(default_factory=dict)
+    plan: tuple[str, ...] = ()  # catalog names put in the What-if plan after the keys
 
 
 SHOTS = (
@@ -58,6 +59,15 @@ SHOTS = (
         theme="sparktop-high-contrast",
     ),
     Shot("help", "sparktop: help", (100, 36), keys=("question_mark",)),
+    Shot(
+        "whatif",
+        "sparktop: what-if planner",
+        (120, 36),
+        scenario="audio",
+        keys=("w",),
+        plan=("llama3.1:70b", "qwen2.5-coder:32b", "ssd-tetris"),
+    ),
+    Shot("stop-dialog", "sparktop: stop a container", (120, 36), keys=("2", "s")),
 )
 
 
@@ -76,6 +86,14 @@ async def take(shot: Shot, out: Path) -> Path:
         await pilot.pause()
         for key in shot.keys:
             await pilot.press(key)
+        if shot.plan:
+            from sparktop.ui.whatif import WhatIfPane
+
+            await app.workers.wait_for_complete()  # the catalog loads in a worker
+            await pilot.pause()
+            pane = app.query_one(WhatIfPane)
+            for name in shot.plan:
+                pane.add(name)
         await pilot.pause()
         path = out / f"{shot.name}.svg"
         path.write_text(app.export_screenshot(title=shot.title), encoding="utf-8")
