@@ -470,7 +470,14 @@ class SparktopApp(App[None]):
                 table.focus()
 
     def action_show_tab(self, tab: str) -> None:
-        self.query_one(TabbedContent).active = tab
+        tabs = self.query_one(TabbedContent)
+        focused = self.focused
+        # A widget keeping focus inside the pane being left (the What-if catalog) would pull the tabs back
+        # to its own pane; the Dashboard has nothing focusable to take the focus over.
+        leaving = self.query_one(f"#{tabs.active}") if tabs.active else None
+        if focused is not None and leaving is not None and focused in leaving.walk_children():
+            self.set_focus(None)
+        tabs.active = tab
 
     def action_help(self) -> None:
         # Imported here: Markdown costs ~0.1 s at start-up, before the first frame.

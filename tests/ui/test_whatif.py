@@ -315,3 +315,14 @@ async def test_edit_choice_and_switch_fields() -> None:
         assert pane.evaluation.items[0].total.mid > q4 * 1.5  # 8.5 bits a weight instead of ~4.8
         bar = pane.query_one("#whatif-bar", BudgetBar)
         assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
+
+
+async def test_number_keys_leave_the_what_if_tab_while_its_lists_have_focus() -> None:
+    async with open_whatif() as (app, pilot, pane):
+        assert app.focused is pane.query_one("#whatif-catalog")
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "dashboard"
+        await pilot.press("w", "tab", "1")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "dashboard"
