@@ -9,11 +9,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.geometry import Size
 
 from sparktop.model import GpuReport, GpuState
 from sparktop.ui.format import fmt_bytes, sparkline
-from sparktop.ui.widgets.redraw import LineDiffWidget
+from sparktop.ui.widgets.redraw import TextPanel
 
 HISTORY = 240  # samples kept per metric, enough for the widest sparkline
 
@@ -43,14 +42,13 @@ def never_known(gpu: GpuState, field: str) -> bool:
     return reason is not None and getattr(gpu, field, None) is None and not reason.startswith("driver error")
 
 
-class GpuPanel(LineDiffWidget):
+class GpuPanel(TextPanel):
     DEFAULT_CSS = """
     GpuPanel { height: auto; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._drawn: tuple[tuple, Text] | None = None  # (width and layout flags, text): render + measure once
         self._report: GpuReport | None = None
         self._series: dict[tuple[str, str], deque[float | None]] = {}
         self.units = "GiB"
@@ -77,24 +75,6 @@ class GpuPanel(LineDiffWidget):
         self.units = units
         self.spark_color = spark_color
         self._redraw()
-
-    def render(self) -> Text:
-        return self._text(max(20, self.size.width or 40))
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        # Built for the width asked, not the last size (Widget caches heights by width alone).
-        return len(self._text(max(20, width)).wrap(self.app.console, width)) if width else 0
-
-    def _text(self, width: int) -> Text:
-        key = (width,)
-        if self._drawn is None or self._drawn[0] != key:
-            self._drawn = (key, self._build(width))
-        return self._drawn[1].copy()
-
-    def _redraw(self) -> None:
-        """New data: repaint if the text changed, lay out if its height did."""
-        self._drawn = None
-        self.refresh_changed()
 
     def _build(self, width: int) -> Text:
         report = self._report

@@ -5,18 +5,17 @@ from __future__ import annotations
 from collections import deque
 
 from rich.text import Text
-from textual.geometry import Size
 from textual.reactive import reactive
 
 from sparktop.model import HostMemory
 from sparktop.ui.format import fmt_bytes, fmt_size, sparkline
 from sparktop.ui.themes import Palette
-from sparktop.ui.widgets.redraw import LineDiffWidget
+from sparktop.ui.widgets.redraw import TextPanel
 
 _LEVEL_WORDS = {"ok": "● OK", "warn": "▲ WARNING", "critical": "■ CRITICAL"}
 
 
-class PressurePanel(LineDiffWidget):
+class PressurePanel(TextPanel):
     DEFAULT_CSS = """
     PressurePanel { height: auto; }
     """
@@ -25,7 +24,6 @@ class PressurePanel(LineDiffWidget):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._drawn: tuple[tuple, Text] | None = None  # (width and layout flags, text): render + measure once
         self._available: deque[float] = deque(maxlen=240)
         self._psi: deque[float | None] = deque(maxlen=240)
         self._data: tuple[HostMemory, str, list[str], str, Palette] | None = None
@@ -42,26 +40,8 @@ class PressurePanel(LineDiffWidget):
         self.set_class(str(level) == "warn", "-warn")
         self._redraw()
 
-    def render(self) -> Text:
-        return self._text(max(20, self.size.width or 40))
-
-    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        # Built for the width asked, not the last size (Widget caches heights by width alone).
-        return len(self._text(max(20, width)).wrap(self.app.console, width)) if width else 0
-
-    def _text(self, width: int) -> Text:
-        key = (
-            width,
-            self.compact,
-        )
-        if self._drawn is None or self._drawn[0] != key:
-            self._drawn = (key, self._build(width))
-        return self._drawn[1].copy()
-
-    def _redraw(self) -> None:
-        """New data: repaint if the text changed, lay out if its height did."""
-        self._drawn = None
-        self.refresh_changed()
+    def _layout_key(self) -> tuple:
+        return (self.compact,)
 
     def _build(self, width: int) -> Text:
         if self._data is None:

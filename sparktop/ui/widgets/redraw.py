@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Self
 
 from rich.text import Text
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual, visualize
@@ -81,3 +81,34 @@ class LineDiffWidget(Widget):
         if rows:
             self._dl_flat = [strip for strips in self._dl_strips for strip in strips]
         return None if moved else rows
+
+
+class TextPanel(LineDiffWidget):
+    """A panel whose text is built once per width and layout flags (`_layout_key()`) by `_build(width)`,
+    and used for both measuring and drawing; `_redraw()` after new data."""
+
+    _drawn: tuple[tuple, Text] | None = None
+
+    def _layout_key(self) -> tuple:
+        return ()
+
+    def _build(self, width: int) -> Text:
+        raise NotImplementedError
+
+    def render(self) -> Text:
+        return self._text(max(20, self.size.width or 40))
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        # Built for the width asked, not the last size (Widget caches heights by width alone).
+        return len(self._text(max(20, width)).wrap(self.app.console, width)) if width else 0
+
+    def _text(self, width: int) -> Text:
+        key = (width, *self._layout_key())
+        if self._drawn is None or self._drawn[0] != key:
+            self._drawn = (key, self._build(width))
+        return self._drawn[1].copy()
+
+    def _redraw(self) -> None:
+        """New data: repaint if the text changed, lay out if its height did."""
+        self._drawn = None
+        self.refresh_changed()
