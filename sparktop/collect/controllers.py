@@ -35,14 +35,12 @@ def no_controller_reason(source: SnapshotSource) -> str:
 def refresh_names(source: SnapshotSource) -> None:
     """Ask the source's Docker discovery to re-list containers on the next sample (after a stop), so the
     status column does not wait out the discovery interval."""
-    discovery = getattr(source, "_docker", None)
+    discovery = getattr(source, "discovery", None)
     invalidate = getattr(discovery, "invalidate", None)
     if callable(invalidate):
         invalidate()
 
 
 def _discovery_url(source: SnapshotSource) -> str | None:
-    # LiveSource keeps its discovery private; its base_url is what it was built with (None: the default
-    # endpoint, which DockerController resolves the same way).
-    discovery = getattr(source, "_docker", None)
-    return getattr(discovery, "_base_url", None)
+    # None: the default endpoint, which DockerController resolves the same way as the discovery.
+    return getattr(getattr(source, "discovery", None), "base_url", None)

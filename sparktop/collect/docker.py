@@ -197,6 +197,11 @@ class DockerDiscovery:
         self.last_fetch_s: float | None = None  # how long the last refresh took (success or not)
         self.fetches = 0  # refresh attempts, for tests and the debug view
 
+    @property
+    def base_url(self) -> str | None:
+        """The endpoint it was built with (None: DOCKER_HOST or the default socket)."""
+        return self._base_url
+
     # -- public
 
     def containers(self) -> tuple[ContainerNames, DockerStatus]:

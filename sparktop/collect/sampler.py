@@ -258,6 +258,12 @@ class LiveSource:
             errors=errors,
         )
 
+    @property
+    def discovery(self) -> ContainerDiscovery | None:
+        """The Docker discovery in use (None until the first sample made one, or when Docker is missing):
+        the stop controller talks to the same engine, and invalidates its names after a stop."""
+        return self._docker
+
     def close(self) -> None:
         for collector in (self._nvml, self._docker):
             close = getattr(collector, "close", None)
