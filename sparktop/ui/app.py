@@ -85,7 +85,7 @@ class SparktopApp(App[None]):
         Binding("p", "toggle_pause", "Pause"),
         Binding("plus,equals_sign", "faster", "Interval", key_display="+/-"),
         Binding("minus", "slower", "Slower", show=False),
-        Binding("t", "next_theme", "Theme"),
+        Binding("t", "next_theme", "Theme", show=False),
         Binding("1", "show_tab('dashboard')", "Dashboard", show=False),
         Binding("2", "show_tab('containers')", "Containers", show=False),
         Binding("3", "show_tab('processes')", "Processes", show=False),
