@@ -10,7 +10,8 @@ from pathlib import Path
 from sparktop import __version__
 from sparktop.collect.factory import SourceError, make_source
 from sparktop.collect.source import SnapshotSource
-from sparktop.model import GIB, Snapshot
+from sparktop.format import fmt_bytes, fmt_size
+from sparktop.model import Snapshot
 
 SUBCOMMANDS = ("record", "plan")
 
@@ -89,27 +90,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if opts.once:
-            return _print_once(source, as_json=opts.json)
+            return _print_once(source, as_json=opts.json, units=opts.units or "GiB")
         return _run_dashboard(source, opts)
     finally:
         source.close()
 
 
-def _print_once(source: SnapshotSource, as_json: bool) -> int:
+def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
     snapshot = source.sample()
     if as_json:
         print(snapshot.model_dump_json(indent=2))
     else:
-        print(summarize(snapshot))
+        print(summarize(snapshot, units))
     return 0
 
 
-def summarize(snapshot: Snapshot) -> str:
+def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     """A few lines a person can read in a script's log."""
     mem = snapshot.memory
     lines = [
-        f"pool   {mem.used / GIB:6.1f} / {mem.total / GIB:.1f} GiB used, "
-        f"{mem.available / GIB:.1f} GiB available ({100 * mem.available / max(mem.total, 1):.0f} %)",
+        f"pool   {fmt_size(mem.used, units)} of {fmt_size(mem.total, units)} used, "
+        f"{fmt_size(mem.available, units)} available ({100 * mem.available / max(mem.total, 1):.0f} %)",
     ]
     if mem.pressure and mem.pressure.some:
         full = mem.pressure.full.avg10 if mem.pressure.full else 0.0
@@ -127,9 +128,10 @@ def summarize(snapshot: Snapshot) -> str:
     if snapshot.accounting:
         acct = snapshot.accounting
         for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
-            cpu, gpu = consumer.cpu_bytes / GIB, consumer.gpu_bytes / GIB
-            lines.append(f"  {consumer.label[:40]:40} cpu {cpu:6.2f}  gpu {gpu:6.2f} GiB")
-        lines.append(f"  {'unattributed (kernel, driver, cache)':40} {acct.unattributed / GIB:6.2f} GiB")
+            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(consumer.gpu_bytes, units)
+            lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
+        unattributed = fmt_bytes(acct.unattributed, units)
+        lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")
     lines.extend(f"error  {err}" for err in snapshot.errors)
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from sparktop.analysis.history import History
-from sparktop.ui.format import fmt_duration, fmt_gb, fmt_rate
+from sparktop.format import fmt_duration, fmt_gb, fmt_rate
 
 MIN_POINTS = 5  # fewer points in the window than this: no rate at all
 

@@ -32,8 +32,8 @@ from sparktop.analysis.pressure import PressureAssessment, PressureLevel, Pressu
 from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
+from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
-from sparktop.ui.format import fmt_size
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane

@@ -26,8 +26,8 @@ from sparktop.collect import signals
 from sparktop.collect.control import ContainerController, ControlError, StopTimeout
 from sparktop.collect.controllers import controller_for, no_controller_reason, refresh_names
 from sparktop.collect.source import SnapshotSource
+from sparktop.format import fmt_bytes
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
-from sparktop.ui.format import fmt_bytes
 from sparktop.ui.screens.confirm import (
     ConfirmScreen,
     Target,

@@ -21,9 +21,9 @@ import pytest
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
 from sparktop.collect.sampler import LiveSource
 from sparktop.config import Config
+from sparktop.format import fmt_bytes
 from sparktop.model import GpuReport
 from sparktop.ui.app import ContainersTable, SparktopApp
-from sparktop.ui.format import fmt_bytes
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop import READ_ONLY
 from tests.integration.engine import DockerEngine, run_as_user, unique_name

@@ -28,8 +28,8 @@ from sparktop.collect.demo import DemoController, DemoSource
 from sparktop.collect.docker import DockerController
 from sparktop.collect.replay import Recorder, ReplaySource
 from sparktop.collect.sampler import LiveSource
+from sparktop.format import fmt_bytes
 from sparktop.model import ContainerInfo, GpuReport, ProcessInfo, Snapshot
-from sparktop.ui.format import fmt_bytes
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop import READ_ONLY, StopActions
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from sparktop.format import fmt_bytes, fmt_duration, fmt_rate, sparkline
 from sparktop.model import GB, GIB, Accounting, Consumer
-from sparktop.ui.format import fmt_bytes, fmt_duration, fmt_rate, sparkline
 from sparktop.ui.themes import load_themes
 from sparktop.ui.widgets.budget_bar import (
     BarState,

@@ -19,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from sparktop.ui.format import fmt_bytes
+from sparktop.format import fmt_bytes
 
 
 @dataclass(frozen=True)

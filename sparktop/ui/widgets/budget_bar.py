@@ -12,8 +12,8 @@ from textual.color import Color
 from textual.geometry import Size
 from textual.reactive import reactive
 
+from sparktop.format import fmt_bytes, fmt_gb, fmt_size
 from sparktop.model import GB, Accounting
-from sparktop.ui.format import fmt_bytes, fmt_gb, fmt_size
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.redraw import LineDiffWidget
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
-from sparktop.ui.format import fmt_bytes, fmt_rate
+from sparktop.format import fmt_bytes, fmt_rate
 from sparktop.ui.widgets.budget_bar import Segment
 
 

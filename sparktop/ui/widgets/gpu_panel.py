@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from sparktop.format import fmt_bytes, sparkline
 from sparktop.model import GpuReport, GpuState
-from sparktop.ui.format import fmt_bytes, sparkline
 from sparktop.ui.widgets.redraw import TextPanel
 
 HISTORY = 240  # samples kept per metric, enough for the widest sparkline

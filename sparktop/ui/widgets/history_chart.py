@@ -9,7 +9,7 @@ from textual.color import Color
 from textual_plotext import PlotextPlot
 
 from sparktop.analysis.history import History
-from sparktop.ui.format import fmt_gb, fmt_size, unit_size
+from sparktop.format import fmt_gb, fmt_size, unit_size
 from sparktop.ui.themes import derive_palette
 
 _LABEL_WIDTH = 22

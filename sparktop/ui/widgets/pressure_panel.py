@@ -7,8 +7,8 @@ from collections import deque
 from rich.text import Text
 from textual.reactive import reactive
 
+from sparktop.format import fmt_bytes, fmt_size, sparkline
 from sparktop.model import HostMemory
-from sparktop.ui.format import fmt_bytes, fmt_size, sparkline
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.redraw import TextPanel
 

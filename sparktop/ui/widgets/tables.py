@@ -19,8 +19,9 @@ from textual.cache import LRUCache
 from textual.widgets import DataTable
 
 from sparktop.analysis.accounting import process_key
+from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
+from sparktop.format import fmt_bytes, fmt_rate
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
-from sparktop.ui.format import fmt_bytes, fmt_rate
 
 T = TypeVar("T")
 
@@ -103,6 +104,9 @@ PROCESS_COLUMN_SPECS: dict[str, ColumnSpec] = {
         ColumnSpec("command", "command", max_width=72),
     )
 }
+# The config validates column names without importing the UI: its lists and these specs must name the same.
+assert tuple(CONTAINER_COLUMN_SPECS) == CONTAINER_COLUMNS, "config.CONTAINER_COLUMNS out of step"
+assert tuple(PROCESS_COLUMN_SPECS) == PROCESS_COLUMNS, "config.PROCESS_COLUMNS out of step"
 
 
 def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerInfo]]:

@@ -1,4 +1,4 @@
-"""Formatting of sizes, rates and small text graphics for the views. Sizes are bytes in, text out."""
+"""How sizes, rates and durations are written everywhere (TUI, CLI, alerts): one place, no Textual."""
 
 from __future__ import annotations
 
