@@ -1,0 +1,71 @@
+"""The `sparktop` entry point: one-shot output, recording and replay, and its input errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.model import Snapshot
+
+
+def test_once_json_is_a_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--demo", "critical", "--once", "--json"]) == 0
+    snap = Snapshot.model_validate(json.loads(capsys.readouterr().out))
+    assert snap.source == "demo"
+    assert snap.gpu.gpus[0].unified_memory
+    assert snap.accounting is not None
+    assert sum(c.total for c in snap.accounting.consumers) + snap.accounting.unattributed == snap.memory.used
+
+
+def test_once_human_summary_follows_the_units(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--demo", "--once"]) == 0
+    gib = capsys.readouterr().out
+    assert gib.startswith("pool   ") and " GiB used, " in gib
+    assert "unattributed (kernel, driver, cache)" in gib
+    assert main(["--demo", "--once", "--units", "GB"]) == 0
+    gb = capsys.readouterr().out.splitlines()[0]
+    assert " GB used, " in gb and "GiB" not in gb
+
+
+def test_record_then_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.jsonl"
+    assert main(["record", str(path), "--demo", "--interval", "0.05", "--duration", "0.3"]) == 0
+    lines = path.read_text().splitlines()
+    assert len(lines) >= 2
+    assert all(Snapshot.model_validate_json(line).source == "demo" for line in lines)
+    capsys.readouterr()
+    assert main(["--replay", str(path), "--once", "--json"]) == 0
+    first = Snapshot.model_validate(json.loads(capsys.readouterr().out))
+    assert first.source == "replay"
+    assert first.timestamp == Snapshot.model_validate_json(lines[0]).timestamp
+
+
+def test_record_never_overwrites_unless_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text("keep me\n")
+    assert main(["record", str(path), "--demo", "--duration", "0.1"]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert path.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--demo", "nope", "--once"], "nope"),
+        (["--replay", "/nonexistent/run.jsonl", "--once"], "no such recording"),
+    ],
+)
+def test_bad_source_is_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_json_needs_once(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--demo", "--json"])
+    assert exc.value.code == 2
+    assert "--json needs --once" in capsys.readouterr().err
