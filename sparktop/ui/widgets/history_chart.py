@@ -11,6 +11,7 @@ from textual_plotext import PlotextPlot
 from sparktop.analysis.history import History
 from sparktop.format import fmt_gb, fmt_size, unit_size
 from sparktop.ui.themes import derive_palette
+from sparktop.ui.widgets.redraw import LineDiffWidget
 
 _LABEL_WIDTH = 22
 _NICE_STEPS = (0.25, 0.5, 1, 2, 5, 10, 15, 20, 25, 30, 50, 60, 100, 120, 180, 240, 360, 500, 1000)
@@ -81,8 +82,10 @@ def _x_label(x: float) -> str:
     return "now" if x == 0 else f"{x:g}"
 
 
-class HistoryChart(PlotextPlot):
-    """Call `redraw(history, safe_bytes, max_bytes, pool_bytes, units)` after each tick."""
+class HistoryChart(LineDiffWidget, PlotextPlot):
+    """Call `redraw(history, safe_bytes, max_bytes, pool_bytes, units)` after each tick. Drawn line by line
+    (LineDiffWidget): a new draw repaints only the chart rows that changed, without Textual's costly
+    conversion of plotext's whole text."""
 
     DEFAULT_CSS = """
     HistoryChart {
@@ -146,7 +149,7 @@ class HistoryChart(PlotextPlot):
             plt.title(f"memory ({a.units}) — collecting…")
             plt.xlabel("minutes ago")
             self._axes(-a.span_s / 60 if a.span_s else -5.0, top / unit * 1.05)
-            self.refresh()
+            self.refresh_changed()
             return
 
         keys = history.top_keys(a.top_n)
@@ -187,7 +190,7 @@ class HistoryChart(PlotextPlot):
             if len(label) > _LABEL_WIDTH:
                 label = label[: _LABEL_WIDTH - 1] + "…"
             self._plot_gappy(xs, columns[key], unit, color, label)
-        self.refresh()
+        self.refresh_changed()
 
     def _axes(self, left: float, top: float) -> None:
         plt = self.plt
