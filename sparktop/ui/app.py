@@ -57,8 +57,8 @@ MIN_WIDTH = 60
 MIN_HEIGHT = 18
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CREEP_WINDOW_S = 300.0
-# The history chart spans minutes to hours and plotext costs ~15-20 ms a draw: a few seconds between
-# draws is invisible on that scale and is most of the dashboard's CPU budget.
+# plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
+# new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
 
 
@@ -368,7 +368,7 @@ class SparktopApp(App[None]):
         chart = self.query_one(HistoryChart)
         times = self.history.times()
         if not force and times and self._chart_drawn_at is not None:
-            per_column = (times[-1] - times[0]) / max(1, chart.size.width - 8)
+            per_column = chart.seconds_per_column(times)
             if times[-1] - self._chart_drawn_at < max(self.interval, per_column, CHART_MIN_REDRAW_S) * 0.999:
                 return
         self._chart_drawn_at = times[-1] if times else None

@@ -16,6 +16,7 @@ from sparktop.ui.screens.help import HelpScreen
 from sparktop.ui.widgets.budget_bar import BarState, BudgetBar
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from sparktop.ui.widgets.gpu_panel import GpuPanel
+from sparktop.ui.widgets.history_chart import HistoryChart
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.ui.demo_app import make_app
@@ -209,6 +210,25 @@ async def test_pause_freezes_the_views_but_not_the_history():
         await pilot.press("p")
         assert not app.paused
         assert rendered(bar) != before
+
+
+async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
+    app = make_app(warmup=60)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(HistoryChart)
+        drawn_at = app._chart_drawn_at
+        assert drawn_at is not None
+        per_column = chart.seconds_per_column(app.history.times())
+        assert per_column > 1.0  # ten minutes over ~70 columns: several seconds a column
+        redraws = []
+        for _ in range(30):
+            await app.refresh_once()
+            if app._chart_drawn_at != drawn_at:
+                redraws.append(app._chart_drawn_at - drawn_at)
+                drawn_at = app._chart_drawn_at
+        assert redraws and all(gap >= per_column * 0.999 for gap in redraws)
+        assert len(redraws) <= 30 / per_column + 1
 
 
 async def test_interval_keys():

@@ -61,6 +61,28 @@ async def test_chart_draws_used_top_consumers_and_lines_from_demo_snapshots() ->
         assert "used" in chart_text(chart)
 
 
+async def test_a_short_history_comes_in_from_the_right_of_a_ten_minute_axis() -> None:
+    history, pool = demo_history(samples=60)
+    app = HistoryApp()
+    async with app.run_test(size=(120, 36)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, pool)
+        await pilot.pause()
+        axis = chart_text(chart).splitlines()[-2]  # the x tick labels
+        assert axis.split()[0] == "-10" and axis.split()[-1] == "now"
+        times = history.times()
+        assert chart.shown_span(times) == HistoryChart.MIN_SPAN_S
+        # The data fills the right end only: nothing is drawn in the left half of the plot.
+        plot_rows = chart_text(chart).splitlines()[8:-3]
+        left_half = [row[6 : chart.size.width // 2] for row in plot_rows]
+        assert not any(ch in row for row in left_half for ch in "⠁⠂⠄⡀⠈⠐⠠⢀⣀⠤⠒⠉")
+
+        longer, _ = demo_history(samples=1800)  # half an hour (1,799 s): the whole history is drawn
+        chart.redraw(longer, SAFE, AGGRESSIVE, pool)
+        await pilot.pause()
+        assert chart_text(chart).splitlines()[-2].split()[0] == "-25"  # ticks every 5 min from -29.98
+
+
 async def test_chart_without_data_says_collecting() -> None:
     app = HistoryApp()
     async with app.run_test(size=(80, 24)) as pilot:

@@ -94,9 +94,21 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
     }
     """
 
+    # The whole history is drawn, but never less than this: the axis stays put while the first minutes come
+    # in from the right (as in btop), and one column stands for seconds, so a redraw every few seconds is
+    # all the chart needs.
+    MIN_SPAN_S = 600.0
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._args: _Args | None = None
+
+    def shown_span(self, times: list[float]) -> float:
+        """Seconds the x axis spans when the whole history is drawn."""
+        return max(self.MIN_SPAN_S, times[-1] - times[0]) if times else self.MIN_SPAN_S
+
+    def seconds_per_column(self, times: list[float]) -> float:
+        return self.shown_span(times) / max(1, self.size.width - 8)
 
     def on_mount(self) -> None:
         # PlotextPlot's own on_mount (called too) re-themes the background; the line colours are ours.
@@ -148,7 +160,7 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         if not times:
             plt.title(f"memory ({a.units}) — collecting…")
             plt.xlabel("minutes ago")
-            self._axes(-a.span_s / 60 if a.span_s else -5.0, top / unit * 1.05)
+            self._axes(-(a.span_s or self.MIN_SPAN_S) / 60, top / unit * 1.05)
             self.refresh_changed()
             return
 
@@ -157,10 +169,11 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         for key in keys:
             columns[key] = history.series(key)[skip:]
         now = times[-1]
-        start = times[0] if a.span_s is None else now - a.span_s
+        span_s = a.span_s if a.span_s is not None else self.shown_span(times)
+        start = now - span_s
         bins = max(16, 2 * max(1, self.size.width - 10))  # braille: two dots per column
         times, columns = _downsample(times, columns, start, now, bins)
-        span_min = a.span_s / 60 if a.span_s else max(1.0, (now - times[0]) / 60)
+        span_min = span_s / 60
         per = 60.0 if span_min <= _HOURS_FROM_MIN else 3600.0
         plt.xlabel("minutes ago" if per == 60 else "hours ago")
         xs = [(t - now) / per for t in times]
