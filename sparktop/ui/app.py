@@ -349,14 +349,18 @@ class SparktopApp(App[None]):
             )
         if self.query_one(TabbedContent).active == "dashboard":
             self._redraw_chart()
-        rate = self._rate
         active = self.query_one(TabbedContent).active
-        for table, rows in (
-            (self.query_one(ContainersTable), self.stops.mark_rows(container_rows(snapshot, rate))),
-            (self.query_one(ProcessesTable), process_rows(snapshot, self.process_trends.rate_per_min)),
-        ):
+
+        def containers() -> list:
+            return self.stops.mark_rows(container_rows(snapshot, self._rate))
+
+        def processes() -> list:
+            return process_rows(snapshot, self.process_trends.rate_per_min)
+
+        for table, rows in ((self.query_one(ContainersTable), containers),
+                            (self.query_one(ProcessesTable), processes)):  # fmt: skip
             table.warn_color = palette.warn
-            # A table on a hidden tab keeps its rows (for selection lookups) and draws when shown.
+            # A table on a hidden tab makes its rows only when shown or asked for a row.
             table.set_rows(rows, units, visible=active == table.parent.id)  # type: ignore[arg-type, union-attr]
 
     def _redraw_chart(self, force: bool = False) -> None:

@@ -183,6 +183,28 @@ async def test_tables_update_rows_in_place():
         assert calls == {"add": 0, "clear": 0}
 
 
+async def test_hidden_tables_make_their_rows_only_when_needed():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.query_one(ProcessesTable)
+        made = []
+        original = table._all_rows
+
+        def all_rows():
+            made.append(table._rows_pending is not None)
+            return original()
+
+        table._all_rows = all_rows  # type: ignore[method-assign]
+        for _ in range(3):
+            await app.refresh_once()  # on the dashboard: no process rows made
+        assert made == []
+        latest_pids = {p.pid for p in app.latest.processes}
+        await pilot.press("3")  # shown: made once, from the latest snapshot
+        assert made and made[0] is True
+        assert {table.item(k).pid for k in table_keys(table)} <= latest_pids
+        assert app.selected_process() is not None
+
+
 async def test_selected_container_lookup():
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:

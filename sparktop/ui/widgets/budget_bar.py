@@ -128,6 +128,7 @@ class BudgetBar(LineDiffWidget):
         self.segments: list[Segment] = []
         self.state: BarState | None = None
         self._cache: tuple[tuple, Text] | None = None  # Textual renders twice per refresh (measure, draw)
+        self._fixed: tuple[tuple, Text, Text] | None = None  # (key, line marks, scale)
         self.planned_bytes = 0  # the What-if tab's planned segments, drawn on top of `used`
 
     def show(
@@ -168,13 +169,18 @@ class BudgetBar(LineDiffWidget):
             return self._cache[1].copy()
         used = accounting.used + self.planned_bytes
         lines = [self._title(used, total, safe_bytes, max_bytes, units, palette, width)]
-        lines.append(self._marks(total, safe_bytes, max_bytes, palette, width))
+        # The line labels and the scale move only with the pool, the lines, the width: made once for those.
+        fixed_key = (total, safe_bytes, max_bytes, units, palette, width)
+        if self._fixed is None or self._fixed[0] != fixed_key:
+            marks = self._marks(total, safe_bytes, max_bytes, palette, width)
+            self._fixed = (fixed_key, marks, self._scale(total, units, width))
+        lines.append(self._fixed[1].copy())
         lines.append(self._bar(total, safe_bytes, max_bytes, palette, width, labels=True))
         if self.bar_rows > 1:
             plain = self._bar(total, safe_bytes, max_bytes, palette, width, labels=False)
             lines.extend(plain.copy() for _ in range(self.bar_rows - 1))
         if self.show_scale:
-            lines.append(self._scale(total, units, width))
+            lines.append(self._fixed[2].copy())
         lines.extend(self._legend(units, width))
         text = Text("\n").join(lines)
         self._cache = (key, text)

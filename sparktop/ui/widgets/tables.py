@@ -264,6 +264,7 @@ class ConsumerTable(DataTable, Generic[T]):
         self.warn_rate = 100 * 1024**2  # bytes/min at which the trend turns the warning colour
         self.warn_color = "yellow"
         self._rows: dict[str, Row[T]] = {}  # every row, shown or filtered out
+        self._rows_pending: Callable[[], list[Row[T]]] | None = None  # makes newer rows than _rows
         self._shown: dict[str, dict[str, Any]] = {}  # row key -> raw values currently drawn
         self._dirty = False  # rows changed since the last draw
         self._force = False  # redraw every cell (the units changed)
@@ -288,23 +289,36 @@ class ConsumerTable(DataTable, Generic[T]):
 
     def selected_item(self) -> T | None:
         key = self.selected_key
-        row = self._rows.get(key) if key else None
+        row = self._all_rows().get(key) if key else None
         return row.item if row else None
 
     def item(self, key: str) -> T | None:
-        row = self._rows.get(key)
+        row = self._all_rows().get(key)
         return row.item if row else None
 
-    def set_rows(self, rows: list[Row[T]], units: str, visible: bool = True) -> None:
+    def set_rows(
+        self, rows: list[Row[T]] | Callable[[], list[Row[T]]], units: str, visible: bool = True
+    ) -> None:
         """Bring the table to `rows`: add new ones, update changed cells, remove gone ones, re-sort, and put
-        the cursor back on the row it was on. With `visible` False (a hidden tab) only the data is kept and
-        the drawing waits for `flush()`."""
+        the cursor back on the row it was on. With `visible` False (a hidden tab) the drawing waits for
+        `flush()`; `rows` may then be a function that makes them, called only when they are needed (a
+        flush, a lookup), so a table on a hidden tab costs nothing per tick."""
         self._force |= units != self.units
         self.units = units
-        self._rows = {r.key: r for r in rows}
+        if callable(rows):
+            self._rows_pending = rows
+        else:
+            self._rows_pending = None
+            self._rows = {r.key: r for r in rows}
         self._dirty = True
         if visible:
             self.flush()
+
+    def _all_rows(self) -> dict[str, Row[T]]:
+        if self._rows_pending is not None:
+            make, self._rows_pending = self._rows_pending, None
+            self._rows = {r.key: r for r in make()}
+        return self._rows
 
     def flush(self) -> None:
         """Draw what `set_rows` kept (call when the table's tab is shown)."""
@@ -371,7 +385,7 @@ class ConsumerTable(DataTable, Generic[T]):
             return  # not mounted yet; on_mount adds columns, the next tick fills it
         selected = self.selected_key
         cursor_row = self.cursor_row
-        wanted = {k: r for k, r in self._rows.items() if self._visible(r)}
+        wanted = {k: r for k, r in self._all_rows().items() if self._visible(r)}
         for key in [k for k in self._shown if k not in wanted]:
             self.remove_row(key)
             del self._shown[key]
