@@ -127,7 +127,7 @@ class BudgetBar(LineDiffWidget):
         self._data: tuple[Accounting, int, int, int, str, Palette] | None = None
         self.segments: list[Segment] = []
         self.state: BarState | None = None
-        self._cache: tuple[tuple, Text] | None = None  # Textual renders twice per refresh (measure, draw)
+        self._cache: tuple[tuple, list[Text]] | None = None  # Textual renders twice (measure, draw)
         self._fixed: tuple[tuple, Text, Text] | None = None  # (key, line marks, scale)
         self.planned_bytes = 0  # the What-if tab's planned segments, drawn on top of `used`
 
@@ -154,19 +154,25 @@ class BudgetBar(LineDiffWidget):
         self.refresh_changed()
 
     def render(self) -> Text:
+        return Text("\n").join(self._build(max(10, self.size.width or 80)))
+
+    def _dl_lines(self) -> list[Text]:
         return self._build(max(10, self.size.width or 80))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Built for the width asked, not the last size (Widget caches heights by width alone).
-        return len(self._build(max(10, width)).wrap(self.app.console, width)) if width else 0
+        if not width:
+            return 0
+        return sum(len(line.wrap(self.app.console, width)) for line in self._build(max(10, width)))
 
-    def _build(self, width: int) -> Text:
+    def _build(self, width: int) -> list[Text]:
+        """The bar's lines at `width` (made once per data and layout; callers must not change them)."""
         if self._data is None:
-            return Text("Memory pool: waiting for the first sample…", style="dim")
+            return [Text("Memory pool: waiting for the first sample…", style="dim")]
         accounting, total, safe_bytes, max_bytes, units, palette = self._data
         key = (width, self.bar_rows, self.legend_lines, self.detailed, self.show_scale)
         if self._cache is not None and self._cache[0] == key:
-            return self._cache[1].copy()
+            return self._cache[1]
         used = accounting.used + self.planned_bytes
         lines = [self._title(used, total, safe_bytes, max_bytes, units, palette, width)]
         # The line labels and the scale move only with the pool, the lines, the width: made once for those.
@@ -174,17 +180,16 @@ class BudgetBar(LineDiffWidget):
         if self._fixed is None or self._fixed[0] != fixed_key:
             marks = self._marks(total, safe_bytes, max_bytes, palette, width)
             self._fixed = (fixed_key, marks, self._scale(total, units, width))
-        lines.append(self._fixed[1].copy())
+        lines.append(self._fixed[1])
         lines.append(self._bar(total, safe_bytes, max_bytes, palette, width, labels=True))
         if self.bar_rows > 1:
             plain = self._bar(total, safe_bytes, max_bytes, palette, width, labels=False)
-            lines.extend(plain.copy() for _ in range(self.bar_rows - 1))
+            lines.extend(plain for _ in range(self.bar_rows - 1))
         if self.show_scale:
-            lines.append(self._fixed[2].copy())
+            lines.append(self._fixed[2])
         lines.extend(self._legend(units, width))
-        text = Text("\n").join(lines)
-        self._cache = (key, text)
-        return text.copy()
+        self._cache = (key, lines)
+        return lines
 
     # -- pieces ------------------------------------------------------------------------------------------
 

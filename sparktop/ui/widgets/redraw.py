@@ -58,6 +58,12 @@ class LineDiffWidget(Widget):
             return self._dl_flat[y]
         return Strip.blank(self.size.width, self.visual_style.rich_style)
 
+    def _dl_lines(self) -> list[Text]:
+        """What the widget shows, line by line (a subclass that builds lines hands them over as they are)."""
+        rendered = self.render()
+        text = rendered if isinstance(rendered, Text) else Text(str(rendered))
+        return list(text.split("\n", allow_blank=True))
+
     def _dl_strips_of(self, line: Text, width: int) -> list[Strip]:
         return line_strips(self, line, width)
 
@@ -65,9 +71,7 @@ class LineDiffWidget(Widget):
         """Bring the strips up to date with `render()`: the rows that changed, or None when all did."""
         width = self.size.width
         key = (width, self.visual_style)
-        rendered = self.render()
-        text = rendered if isinstance(rendered, Text) else Text(str(rendered))
-        lines = list(text.split("\n", allow_blank=True))
+        lines = self._dl_lines()
         if key != self._dl_key or len(lines) != len(self._dl_texts):
             self._dl_key, self._dl_texts = key, lines
             self._dl_strips = [self._dl_strips_of(line, width) for line in lines]
