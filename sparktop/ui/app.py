@@ -75,6 +75,7 @@ class SparktopApp(App[None]):
     TITLE = "sparktop"
     ENABLE_COMMAND_PALETTE = True
     AUTO_FOCUS = None  # nothing to type into at start; the keys are app bindings
+    first_frame_wait_s = 5.0  # `on_first_frame` runs by then even if no data came
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -108,7 +109,10 @@ class SparktopApp(App[None]):
         warmup: int = 0,
         startup_messages: Iterable[str] = (),
         user_theme_dir: Path | None = None,
+        on_first_frame: Callable[[], None] | None = None,
     ) -> None:
+        """`on_first_frame`: called once, when the first frame with data is on screen (or after
+        `first_frame_wait_s` without data): the CLI turns the garbage collector back on there."""
         super().__init__()
         self.source = source
         self.config = config or Config()
@@ -127,6 +131,7 @@ class SparktopApp(App[None]):
         self.pressure = PressureTracker()
         self.process_trends = RowTrends(window_s=CREEP_WINDOW_S)
         self._startup_messages = list(startup_messages)
+        self._on_first_frame = on_first_frame
         self._spark_themes, theme_errors = load_themes(user_theme_dir)
         self._startup_messages.extend(theme_errors)
         for spark in self._spark_themes.values():
@@ -196,6 +201,8 @@ class SparktopApp(App[None]):
         if self.latest is not None:
             self._render()
         self._update_status()
+        if self._on_first_frame is not None:
+            self.set_timer(self.first_frame_wait_s, self._first_frame_done)
         if self.auto_sample:
             self._start_timer()
             if self.warmup == 0:
@@ -283,6 +290,13 @@ class SparktopApp(App[None]):
             return
         self._ingest(snapshot)
         self._render()
+        if self._on_first_frame is not None:
+            self.call_after_refresh(self._first_frame_done)
+
+    def _first_frame_done(self) -> None:
+        callback, self._on_first_frame = self._on_first_frame, None
+        if callback is not None:
+            callback()
 
     async def refresh_once(self) -> None:
         """Take one sample now, on the event loop (for tests and screenshots, with auto_refresh=False)."""

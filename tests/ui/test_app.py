@@ -429,6 +429,33 @@ async def test_sampling_runs_off_the_event_loop():
         assert app.stale_reason is None
 
 
+async def test_on_first_frame_runs_once_when_data_is_on_screen():
+    calls = []
+    app = SparktopApp(DemoSource(), Config(), on_first_frame=lambda: calls.append(app.latest))
+    async with app.run_test(size=(120, 36)) as pilot:
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if calls:
+                break
+        assert len(calls) == 1 and calls[0] is not None  # after a sample was drawn
+        assert "Memory pool" in rendered(app.query_one(BudgetBar))
+        await app.refresh_once()
+        await pilot.pause()
+        assert len(calls) == 1
+
+
+async def test_on_first_frame_runs_even_when_no_data_comes():
+    source = SlowSource()
+    source.calls = 1  # every sample blocks until released
+    calls = []
+    app = SparktopApp(source, Config(), on_first_frame=lambda: calls.append(app.latest))
+    app.first_frame_wait_s = 0.2
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause(0.5)
+        assert calls == [None]
+        source.release.set()
+
+
 class EndingSource:
     name = "replay"
 

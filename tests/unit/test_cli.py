@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -69,3 +70,13 @@ def test_json_needs_once(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--demo", "--json"])
     assert exc.value.code == 2
     assert "--json needs --once" in capsys.readouterr().err
+
+
+def test_dashboard_start_up_errors_leave_the_garbage_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
+    # The dashboard path pauses the GC for start-up; a start that fails must not leave it off.
+    assert gc.isenabled()
+    assert main(["--demo", "--safe", "120", "--max", "100"]) == 2
+    assert "must be below" in capsys.readouterr().err
+    assert gc.isenabled()
+    assert main(["--replay", "/nonexistent/recording.jsonl"]) == 2
+    assert gc.isenabled()
