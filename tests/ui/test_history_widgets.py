@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 
@@ -81,6 +83,46 @@ async def test_a_short_history_comes_in_from_the_right_of_a_ten_minute_axis() ->
         chart.redraw(longer, SAFE, AGGRESSIVE, pool)
         await pilot.pause()
         assert chart_text(chart).splitlines()[-2].split()[0] == "-25"  # ticks every 5 min from -29.98
+
+
+async def test_a_short_chart_labels_only_the_consumers_above_the_lines() -> None:
+    history, pool = demo_history()
+    app = HistoryApp()
+    async with app.run_test(size=(80, 16)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, pool, top_n=4)
+        await pilot.pause()
+        text = chart_text(chart)
+        labels = [history.label(key) for key in history.top_keys(4)]
+        shown = [label for label in labels if label[:20] in text]
+        assert "used" in text and 0 < len(shown) < 4  # the others are drawn, unlabelled
+        # The line labels are whole, and no legend entry is left half-covered beside them.
+        for label in ("aggressive 100 GB ", "safe 80 GB "):
+            row = next(row for row in text.splitlines() if f"├ {label}" in row)
+            rest = row.split(label, 1)[1]
+            assert re.fullmatch(r"[─┤ \u2800-\u28ff]*", rest), row
+
+
+async def test_lines_above_the_pool_are_left_out_of_the_chart() -> None:
+    history = History()
+    for t in range(30):
+        history.add(
+            Snapshot(
+                timestamp=1000.0 + t,
+                memory=HostMemory(total=24 * GB, available=20 * GB, free=19 * GB),
+                gpu=GpuReport(available=False),
+                accounting=Accounting(used=4 * GB, consumers=[], unattributed=4 * GB),
+            )
+        )
+    app = HistoryApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, 24 * GB, units="GB")
+        await pilot.pause()
+        text = chart_text(chart)
+        assert "safe 80 GB" not in text and "aggressive 100 GB" not in text
+        y_labels = [float(m.group(1)) for m in re.finditer(r"^\s*(\d+(?:\.\d+)?)┤", text, re.MULTILINE)]
+        assert y_labels and max(y_labels) <= 25  # the axis ends at the pool, not at 100 GB
 
 
 async def test_chart_without_data_says_collecting() -> None:

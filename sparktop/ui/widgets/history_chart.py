@@ -156,7 +156,13 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         if a.span_s is not None and times:
             skip = bisect_left(times, times[-1] - a.span_s)
         times = times[skip:]
-        top = max(a.pool_bytes, a.max_bytes, a.safe_bytes, 1)
+        # Lines above the pool cannot be reached (the bar says so): they would only squash the data.
+        lines = [
+            (name, nbytes)
+            for name, nbytes in (("safe", a.safe_bytes), ("aggressive", a.max_bytes))
+            if nbytes > 0 and (a.pool_bytes <= 0 or nbytes < a.pool_bytes)
+        ]
+        top = max([a.pool_bytes, 1] + [nbytes for _name, nbytes in lines])
         if not times:
             plt.title(f"memory ({a.units}) — collecting…")
             plt.xlabel("minutes ago")
@@ -182,18 +188,18 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         plt.title(f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)}")
         self._axes(left, top / unit * 1.05)
 
-        for name, line, color in (
-            ("safe", a.safe_bytes, self._var("warning", "orange")),
-            ("aggressive", a.max_bytes, self._var("error", "red")),
-        ):
-            if line > 0:
-                plt.hline(line / unit, color=color)
-                label = f" {name} {fmt_gb(line)} "
-                plt.text(label, x=left, y=line / unit, color=color, background=surface, alignment="left")
+        line_colors = {"safe": self._var("warning", "orange"), "aggressive": self._var("error", "red")}
+        for name, line in lines:
+            color = line_colors[name]
+            plt.hline(line / unit, color=color)
+            label = f" {name} {fmt_gb(line)} "
+            plt.text(label, x=left, y=line / unit, color=color, background=surface, alignment="left")
         if a.pool_bytes > 0:
             plt.hline(a.pool_bytes / unit, color=self._var("foreground-muted", "gray"))
 
-        # `used` first, so it heads the legend (which a short widget cuts at the bottom).
+        # `used` first, so it heads the legend. The legend (top left) gets the rows above the highest line's
+        # label: the consumers beyond that are drawn unlabelled (their colours are the bar's).
+        legend_rows = self._rows_above(max((n for _name, n in lines), default=0) / unit, top / unit * 1.05)
         self._plot_gappy(xs, columns[""], unit, self._var("foreground", "white"), "used")
         theme = self.app.current_theme if self.is_mounted else None
         segments = derive_palette(theme).segments if theme else ("cyan", "magenta", "green", "yellow")
@@ -202,8 +208,14 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
             label = history.label(key)
             if len(label) > _LABEL_WIDTH:
                 label = label[: _LABEL_WIDTH - 1] + "…"
-            self._plot_gappy(xs, columns[key], unit, color, label)
+            self._plot_gappy(xs, columns[key], unit, color, label if i + 1 < legend_rows else None)
         self.refresh_changed()
+
+    def _rows_above(self, y: float, y_top: float) -> int:
+        """Plot rows above the row that height `y` is drawn on (all of them when `y` is 0): title, frame, tick
+        labels and the x label take five of the widget's rows."""
+        rows = max(1, self.size.height - 5)
+        return rows if y <= 0 or y_top <= 0 else round((rows - 1) * (1 - y / y_top))
 
     def _axes(self, left: float, top: float) -> None:
         plt = self.plt
@@ -215,12 +227,12 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         plt.yticks(yticks, [f"{y:g}" for y in yticks])
 
     def _plot_gappy(
-        self, xs: list[float], values: list[int | None], unit: int, color: object, label: str
+        self, xs: list[float], values: list[int | None], unit: int, color: object, label: str | None
     ) -> None:
         """One line per unbroken run, so a consumer that was gone is not bridged; the label once."""
         run_x: list[float] = []
         run_y: list[float] = []
-        labelled = False
+        labelled = label is None
 
         def flush() -> None:
             nonlocal labelled
