@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import signal
 
-import psutil
-
 from sparktop.collect.control import ControlError
 
 # Start times from /proc (boot time + ticks) and psutil agree to well under this.
@@ -16,6 +14,8 @@ def signal_process(pid: int, sig: signal.Signals, expected_start: float | None =
     """Send `sig` to `pid`. If `expected_start` is given and the PID now belongs to a process started at
     another time, refuse: the process the user confirmed has exited and its PID was reused.
     Raises ControlError with one readable line; never lets an OSError through."""
+    import psutil  # here, not at the top: ~25 ms the dashboard's first frame need not wait for
+
     name = sig.name
     try:
         proc = psutil.Process(pid)
