@@ -33,6 +33,16 @@ def test_bar_state_words():
     assert bar_state(100 * GB, 80 * GB, 100 * GB) is BarState.OVER_AGGRESSIVE
 
 
+def test_title_says_how_far_the_safe_line_is_only_when_the_pool_reaches_it():
+    bar = BudgetBar()
+    acct = accounting(10 * GIB)
+    title = bar._title(acct.used, POOL, 80 * GB, 100 * GB, "GiB", PALETTE, 120).plain
+    assert title.endswith(f"● under safe 80 GB: {fmt_bytes(80 * GB - acct.used)} to go")
+    small_pool = 24 * GIB  # a machine smaller than the safe line
+    title = bar._title(acct.used, small_pool, 80 * GB, 100 * GB, "GiB", PALETTE, 120).plain
+    assert title.endswith("● under safe 80 GB (above the pool)") and "to go" not in title
+
+
 def test_segments_cover_the_pool_in_order():
     acct = accounting(10 * GIB, 40 * GIB)
     acct.consumers.append(Consumer(key="host-other", label="other", kind="host-other", cpu_bytes=GIB))

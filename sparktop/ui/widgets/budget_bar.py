@@ -212,11 +212,11 @@ class BudgetBar(LineDiffWidget):
         safe, aggressive = fmt_gb(safe_bytes), fmt_gb(max_bytes)
         if state is BarState.UNDER_SAFE:
             style = f"bold {palette.ok}"
-            wordings = [
-                f"● under safe {safe}: {fmt_bytes(safe_bytes - used, units)} to go",
-                f"● under safe {safe}",
-                "● under safe",
-            ]
+            # "74 GiB to go" on a 24 GiB machine would promise room that is not there.
+            room = " (above the pool)"
+            if safe_bytes < total:
+                room = f": {fmt_bytes(safe_bytes - used, units)} to go"
+            wordings = [f"● under safe {safe}{room}", f"● under safe {safe}", "● under safe"]
         elif state is BarState.BETWEEN:
             style = f"bold {palette.warn}"
             wordings = [
