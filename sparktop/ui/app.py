@@ -48,6 +48,7 @@ from sparktop.ui.widgets.tables import (
     CONTAINER_COLUMN_SPECS,
     PROCESS_COLUMN_SPECS,
     ConsumerTable,
+    Row,
     RowTrends,
     container_rows,
     process_rows,
@@ -365,10 +366,10 @@ class SparktopApp(App[None]):
             self._redraw_chart()
         active = self.query_one(TabbedContent).active
 
-        def containers() -> list:
+        def containers() -> list[Row[ContainerInfo]]:
             return self.stops.mark_rows(container_rows(snapshot, self._rate))
 
-        def processes() -> list:
+        def processes() -> list[Row[ProcessInfo]]:
             return process_rows(snapshot, self.process_trends.rate_per_min)
 
         for table, rows in ((self.query_one(ContainersTable), containers),
