@@ -93,13 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pause_gc:
         gc.disable()
     try:
-        return _run(opts)
+        return _open_source_and_run(opts)
     finally:
         if pause_gc:
             gc.enable()
 
 
-def _run(opts: argparse.Namespace) -> int:
+def _open_source_and_run(opts: argparse.Namespace) -> int:
     from sparktop.collect.factory import SourceError, make_source
 
     try:

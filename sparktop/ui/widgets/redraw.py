@@ -50,7 +50,9 @@ class LineDiffWidget(Widget):
             super().refresh(Region(0, y, width, 1))
 
     def render_line(self, y: int) -> Strip:
-        if self.text_selection is not None:  # a selection is drawn by Textual's own path
+        # No selection starts here (ALLOW_SELECT), but one dragged across from another widget takes this one
+        # in too: Textual's own path draws it, with the offsets our strips lack.
+        if self.text_selection is not None:
             return super().render_line(y)
         if self._dl_key != (self.size.width, self.visual_style):
             self._dl_sync()
