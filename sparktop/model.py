@@ -208,6 +208,19 @@ class Accounting(_Model):
     overcount_removed: int = 0
 
 
+# --- add-on collectors ----------------------------------------------------------------------------------
+
+
+class ServiceReport(_Model):
+    """What one add-on collector (`sparktop.collect.registry`) reported this tick: one per endpoint it reads
+    (a model server, say). `error` is one readable line when the endpoint could not be read. Collectors
+    add their own fields to this model."""
+
+    collector: str
+    endpoint: str = ""
+    error: str | None = None
+
+
 # --- the snapshot ----------------------------------------------------------------------------------------
 
 
@@ -222,5 +235,7 @@ class Snapshot(_Model):
     containers: list[ContainerInfo] = Field(default_factory=list)
     docker: DockerStatus = Field(default_factory=lambda: DockerStatus(available=False, reason="not probed"))
     accounting: Accounting | None = None
+    # What the add-on collectors reported this tick (model servers, ...); empty when none is registered.
+    services: list[ServiceReport] = Field(default_factory=list)
     # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
     errors: list[str] = Field(default_factory=list)
