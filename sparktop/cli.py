@@ -100,10 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _open_source_and_run(opts: argparse.Namespace) -> int:
-    from sparktop.collect.factory import SourceError, make_source
+    from sparktop.collect.factory import SourceError, open_source
 
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(f"sparktop: {exc}", file=sys.stderr)
         return 2
@@ -116,7 +116,9 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
-    snapshot = source.sample()
+    from sparktop.session import Session
+
+    snapshot = Session().ingest(source.sample())
     if as_json:
         print(snapshot.model_dump_json(indent=2))
     else:
@@ -193,8 +195,9 @@ def _resume_gc() -> None:
 
 
 def _run_record(argv: list[str]) -> int:
-    from sparktop.collect.factory import SourceError, make_source
+    from sparktop.collect.factory import SourceError, open_source
     from sparktop.collect.replay import record
+    from sparktop.session import IngestingSource, Session
 
     parser = _record_parser()
     opts = parser.parse_args(argv)
@@ -202,10 +205,12 @@ def _run_record(argv: list[str]) -> int:
     _positive(parser, "--duration", opts.duration)
     mode = "append" if opts.append else "overwrite" if opts.overwrite else "new"
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2
+    # Recorded snapshots carry the accounting the dashboard shows, made by the same session code.
+    source = IngestingSource(source, Session())
     try:
         count = record(source, opts.file, interval=opts.interval, duration=opts.duration, mode=mode)
     except FileExistsError as exc:

@@ -23,7 +23,6 @@ from textual.markup import escape
 from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
-from sparktop.analysis.accounting import account
 from sparktop.model import Accounting, Consumer, Snapshot
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
@@ -344,8 +343,8 @@ class WhatIfPane(Vertical):
 
     def _draw_bar(self, baseline: Baseline, ctx: WhatIfContext) -> None:
         snap = self.snapshot
-        if baseline.source == "live" and snap is not None:
-            accounting = snap.accounting or account(snap.memory, snap.gpu, snap.processes, snap.containers)
+        if baseline.source == "live" and snap is not None and snap.accounting is not None:
+            accounting = snap.accounting  # the session accounts every snapshot it hands out
             total = snap.memory.total
         else:
             used = int(baseline.used.mid)
