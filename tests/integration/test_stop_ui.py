@@ -216,7 +216,7 @@ async def test_timeout_then_kill(docker_engine, docker_run, state_dir) -> None:
             assert f"Kill container {c.name}?" in dialog_text(app)
         finally:
             os.kill(shim, signal.SIGCONT)
-        await pilot.press("K")
+        await pilot.press("y")
         await settle(app, pilot)
         await sample_until(app, pilot, lambda: not app.stops.pending)
         assert not running(docker_engine, c.id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from itertools import pairwise
 
 from rich.text import Text
 from textual.color import Color
@@ -355,7 +356,7 @@ def _segment_text(label: str, start: int, cols: int, marks: dict[int, str]) -> s
     """A segment's cells with its name in the widest stretch between the threshold lines drawn across it
     (a line never overwrites a letter), shortened with "…" to fit; blank where no wording fits."""
     cuts = [start - 1, *sorted(c for c in marks if start <= c < start + cols), start + cols]
-    gaps = [(b - a - 1, a + 1) for a, b in zip(cuts, cuts[1:], strict=False)]  # (length, first cell)
+    gaps = [(b - a - 1, a + 1) for a, b in pairwise(cuts)]  # (length, first cell)
     room, first = max(gaps)
     short = label.split(" (")[0]
     names = (label, short, short[: room - 3] + "…") if room >= 6 else ()
