@@ -479,7 +479,21 @@ class StopActions:
             }
         return ids
 
+    @property
+    def available(self) -> bool:
+        """Whether s / S / k / K can act at all: not in read-only mode, and on a source that has something
+        to stop (the live machine, the demo's simulated containers; a recording has none)."""
+        return not self.read_only and getattr(self.source, "name", "") in ("live", "demo")
+
+    def explain_unavailable(self) -> None:
+        """Say why the stop keys do nothing here."""
+        self._refuse_control()
+
     def _log(self, action: str, target: str, result: str) -> None:
+        name = getattr(self.source, "name", "live")
+        if name != "live":
+            # The demo's stops share the user's action log: say they touched nothing real.
+            target = f"[{name}] {target}"
         problem = self.log.append(action, target, result)
         if problem:
             self._say(problem, "warning")

@@ -234,7 +234,9 @@ async def test_confirmed_stop_is_reported_with_the_freed_memory(tmp_path: Path) 
         assert len(lines) == 1
         stamp, action, target, result = lines[0]
         assert (
-            action == "stop" and target == f"container {WHISPER} ({whisper.short_id})" and result == "stopped"
+            action == "stop"
+            and target == f"[demo] container {WHISPER} ({whisper.short_id})"
+            and result == "stopped"
         )
         assert time.strftime("%Y-%m-%d") in stamp
 
