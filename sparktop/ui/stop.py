@@ -459,6 +459,8 @@ class StopActions:
             consumer = next((c for c in snapshot.accounting.consumers if c.key == key), None)
             if consumer is not None:
                 cpu, gpu = consumer.cpu_bytes, consumer.gpu_bytes
+        if snapshot is not None and not snapshot.gpu.available:
+            gpu = None  # no GPU: "—", not a measured-looking 0
         return Target(
             known.label,
             cpu,

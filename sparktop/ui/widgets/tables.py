@@ -125,7 +125,8 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
         mem = c.memory
         consumer = consumers.get(key)
         cpu = consumer.cpu_bytes if consumer else (mem.working_set if mem else None)
-        gpu = consumer.gpu_bytes if consumer else c.gpu_bytes
+        # Without a GPU there is no GPU figure: "—", as on the processes tab, not a measured-looking 0.
+        gpu = (consumer.gpu_bytes if consumer else c.gpu_bytes) if snapshot.gpu.available else None
         values = {
             "name": c.label,
             "project": c.compose_project or "",
