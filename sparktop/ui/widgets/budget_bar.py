@@ -357,13 +357,17 @@ def _segment_text(label: str, start: int, cols: int, marks: dict[int, str]) -> s
     (a line never overwrites a letter), shortened with "…" to fit; blank where no wording fits."""
     cuts = [start - 1, *sorted(c for c in marks if start <= c < start + cols), start + cols]
     gaps = [(b - a - 1, a + 1) for a, b in pairwise(cuts)]  # (length, first cell)
-    room, first = max(gaps)
+    widest = max(room for room, _first in gaps)
     short = label.split(" (")[0]
-    names = (label, short, short[: room - 3] + "…") if room >= 6 else ()
-    name = next((n for n in names if len(n) + 2 <= room), "")
+    names = (label, short, short[: widest - 3] + "…") if widest >= 6 else ()
     out = [" "] * cols
-    for i, char in enumerate(f" {name}" if name else ""):
-        out[first - start + i] = char
+    for name in names:
+        # The earliest stretch it fits in: the name stays near its segment's start.
+        first = next((first for room, first in gaps if len(name) + 2 <= room), None)
+        if first is not None:
+            for i, char in enumerate(f" {name}"):
+                out[first - start + i] = char
+            break
     return "".join(out)
 
 
