@@ -235,7 +235,7 @@ class LiveSource:
         # still unlisted after a fresh list is known to belong to an engine we are not connected to.
         unnamed = {c.id for c in containers if c.runtime == "docker" and c.name is None}
         self._asked_for &= unnamed
-        invalidate = getattr(self._docker, "invalidate", None)
+        invalidate = getattr(self.discovery, "invalidate", None)
         if unnamed - self._asked_for and docker_status.available and callable(invalidate):
             self._asked_for |= unnamed
             invalidate()
