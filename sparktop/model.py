@@ -159,6 +159,8 @@ class ContainerInfo(_Model):
     memory: CgroupMemory | None = None
     pids: list[int] = Field(default_factory=list)
     gpu_bytes: int = 0
+    # Host TCP ports the container publishes (Docker discovery): where a model server in it answers.
+    ports: list[int] = Field(default_factory=list)
 
     @property
     def short_id(self) -> str:
@@ -208,6 +210,54 @@ class Accounting(_Model):
     overcount_removed: int = 0
 
 
+# --- add-on collectors: model servers ---------------------------------------------------------------------
+
+
+class ServedModel(_Model):
+    """One model a model server holds. Every figure is optional: each server version reports different ones."""
+
+    name: str
+    cpu_bytes: int | None = None  # host-side part (Ollama: size - size_vram)
+    gpu_bytes: int | None = None  # GPU-side part (Ollama: size_vram)
+    # What the server took at start-up whether used or not (vLLM: gpu_memory_utilization × device memory):
+    # on a Spark this is what the pool loses, however empty the KV cache is.
+    reserved_bytes: int | None = None
+    context_length: int | None = None
+    kv_cache_usage: float | None = None  # 0..1 of the KV cache in use
+    kv_cache_tokens: int | None = None  # KV-cache capacity in tokens (blocks × block size)
+    requests_running: int | None = None
+    requests_waiting: int | None = None
+    prompt_tokens_total: float | None = None  # counters, for rates
+    generation_tokens_total: float | None = None
+    tokens_per_s: float | None = None  # generated tokens per second since the previous reading
+    expires_at: float | None = None  # Unix time the server will unload it (Ollama keep_alive)
+    parameter_size: str | None = None
+    quantization: str | None = None
+    gpu_memory_utilization: float | None = None
+
+    @property
+    def total_bytes(self) -> int | None:
+        if self.cpu_bytes is None and self.gpu_bytes is None:
+            return self.reserved_bytes
+        return (self.cpu_bytes or 0) + (self.gpu_bytes or 0)
+
+
+class ServiceReport(_Model):
+    """What one add-on collector saw at one endpoint this tick; `error` is one readable line when it failed."""
+
+    collector: str
+    endpoint: str = ""
+    error: str | None = None
+    server: str | None = None  # "ollama", "vllm", "llama.cpp", "sglang"
+    version: str | None = None  # as the server reports it, when it does
+    models: list[ServedModel] = Field(default_factory=list)
+    # The metric names / fields this server version gave, so the screen can say which version gave what.
+    fields: list[str] = Field(default_factory=list)
+    # The consumer key ("container:<id>", "process:<pid>:<start>") of what runs the server, when known.
+    owner: str | None = None
+    checked_at: float | None = None  # Unix time of the reading shown
+
+
 # --- the snapshot ----------------------------------------------------------------------------------------
 
 
@@ -222,5 +272,6 @@ class Snapshot(_Model):
     containers: list[ContainerInfo] = Field(default_factory=list)
     docker: DockerStatus = Field(default_factory=lambda: DockerStatus(available=False, reason="not probed"))
     accounting: Accounting | None = None
+    services: list[ServiceReport] = Field(default_factory=list)
     # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
     errors: list[str] = Field(default_factory=list)
