@@ -214,7 +214,7 @@ class Accounting(_Model):
 
 
 class ServedModel(_Model):
-    """One model a model server holds. Every figure is optional: each server version reports different ones."""
+    """One model a server holds. Every figure is optional: each server version reports different ones."""
 
     name: str
     cpu_bytes: int | None = None  # host-side part (Ollama: size - size_vram)
@@ -243,7 +243,7 @@ class ServedModel(_Model):
 
 
 class ServiceReport(_Model):
-    """What one add-on collector saw at one endpoint this tick; `error` is one readable line when it failed."""
+    """What one add-on collector saw at one endpoint this tick; `error`: one readable line when it failed."""
 
     collector: str
     endpoint: str = ""

@@ -151,7 +151,7 @@ def _image(attrs: dict[str, Any]) -> str | None:
 
 
 def published_ports(attrs: dict[str, Any]) -> list[int]:
-    """Host TCP ports of a `GET /containers/json` entry's `Ports` (`[{"PublicPort": 8000, "Type": "tcp"}]`)."""
+    """Host TCP ports in a `GET /containers/json` entry: `Ports: [{"PublicPort": 8000, "Type": "tcp"}]`."""
     ports: set[int] = set()
     for entry in attrs.get("Ports") or []:
         if not isinstance(entry, dict) or entry.get("Type", "tcp") != "tcp":
