@@ -147,7 +147,8 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     if snapshot.accounting:
         acct = snapshot.accounting
         for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
-            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(consumer.gpu_bytes, units)
+            gpu_bytes = consumer.gpu_bytes if snapshot.gpu.available else None  # no GPU: "—", not 0
+            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(gpu_bytes, units)
             lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
         unattributed = fmt_bytes(acct.unattributed, units)
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")

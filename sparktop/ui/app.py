@@ -101,7 +101,10 @@ class SparktopApp(App[None]):
         Binding("S", "stop_project", "Stop project", show=False),
         Binding("k", "terminate", "SIGTERM", show=False),
         Binding("K", "kill", "Kill", show=False),
+        # Read-only or a replay: the keys above are off (and out of the footer); these say why.
+        Binding("s,S,k,K", "explain_no_stop", "Stop", show=False),
     ]
+    STOP_ACTIONS = frozenset({"stop_container", "stop_project", "terminate", "kill"})
 
     def __init__(
         self,
@@ -438,9 +441,13 @@ class SparktopApp(App[None]):
         self._previous_level = level
 
     def _update_status(self) -> None:
+        source = getattr(self.source, "name", type(self.source).__name__)
+        modes = [m for m, on in (("demo", source == "demo"), ("replay", source == "replay"),
+                                 ("read-only", self.read_only)) if on]  # fmt: skip
         self.query_one(StatusLine).show(
             snapshot=self.latest,
-            source=getattr(self.source, "name", type(self.source).__name__),
+            source=source,
+            modes=modes,
             interval=self.interval,
             paused=self.paused,
             stale=self.stale_reason or ("end of recording" if self.source_ended else None),
@@ -468,6 +475,16 @@ class SparktopApp(App[None]):
         if active == "processes":
             return self.selected_process()
         return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.STOP_ACTIONS:
+            return self.stops.available
+        if action == "explain_no_stop":
+            return not self.stops.available
+        return True
+
+    def action_explain_no_stop(self) -> None:
+        self.stops.explain_unavailable()
 
     def action_stop_container(self) -> None:
         self.stops.stop(self._selected_row())

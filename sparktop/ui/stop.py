@@ -24,7 +24,13 @@ from textual.app import App
 from sparktop.action_log import ActionLog
 from sparktop.collect import signals
 from sparktop.collect.control import ContainerController, ControlError, StopTimeout
-from sparktop.collect.controllers import controller_for, no_controller_reason, refresh_names
+from sparktop.collect.controllers import (
+    controller_for,
+    foreign_engine,
+    foreign_engine_reason,
+    no_controller_reason,
+    refresh_names,
+)
 from sparktop.collect.source import SnapshotSource
 from sparktop.format import fmt_bytes
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
@@ -416,18 +422,29 @@ class StopActions:
             self._refuse_control()
             return None
         if isinstance(row, ContainerInfo):
-            return row
+            return self._ours(row)
         if isinstance(row, ProcessInfo):
             if row.container_id:
                 owner = self._container_by_id(row.container_id)
                 if owner is not None:
-                    return owner
+                    return self._ours(owner)
                 self._say(f"the container of process {row.pid} is gone", "warning")
                 return None
             hint = "k sends it SIGTERM, K SIGKILL"
             self._say(f"process {row.pid} ({row.name}) is not in a container: {hint}", "warning")
             return None
         self._say(f"{key} acts on the selected row: pick a container on the Containers tab (2)", "warning")
+        return None
+
+    def _ours(self, container: ContainerInfo) -> ContainerInfo | None:
+        """The container, or None (said why) when it belongs to an engine sparktop is not connected to."""
+        snapshot = self.app.latest
+        if getattr(self.source, "name", "") != "live" or snapshot is None:
+            return container
+        engine = foreign_engine(container, snapshot.docker)
+        if engine is None:
+            return container
+        self._say(foreign_engine_reason(container, engine), "warning")
         return None
 
     def _refuse_control(self) -> None:
@@ -459,6 +476,8 @@ class StopActions:
             consumer = next((c for c in snapshot.accounting.consumers if c.key == key), None)
             if consumer is not None:
                 cpu, gpu = consumer.cpu_bytes, consumer.gpu_bytes
+        if snapshot is not None and not snapshot.gpu.available:
+            gpu = None  # no GPU: "—", not a measured-looking 0
         return Target(
             known.label,
             cpu,
@@ -479,7 +498,21 @@ class StopActions:
             }
         return ids
 
+    @property
+    def available(self) -> bool:
+        """Whether s / S / k / K can act at all: not in read-only mode, and on a source that has something
+        to stop (the live machine, the demo's simulated containers; a recording has none)."""
+        return not self.read_only and getattr(self.source, "name", "") in ("live", "demo")
+
+    def explain_unavailable(self) -> None:
+        """Say why the stop keys do nothing here."""
+        self._refuse_control()
+
     def _log(self, action: str, target: str, result: str) -> None:
+        name = getattr(self.source, "name", "live")
+        if name != "live":
+            # The demo's stops share the user's action log: say they touched nothing real.
+            target = f"[{name}] {target}"
         problem = self.log.append(action, target, result)
         if problem:
             self._say(problem, "warning")

@@ -1,7 +1,8 @@
 """Confirmation dialogs for stopping containers and signalling processes.
 
 Cancel has the focus when a dialog opens, so a stray Enter never stops anything: Enter presses the focused
-button, `y` (or the action's own key, K for a kill) confirms from anywhere in the dialog, `n` / Esc cancel.
+button, `y` confirms from anywhere in the dialog, `n` / Esc cancel. Only `y` confirms: the key that opened the
+dialog (`k`, `K`, `s`) pressed again, or repeated by a held key, must not get past the Cancel default.
 The dialog returns True (confirmed) or False through `dismiss`.
 """
 
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.markup import escape
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -66,17 +66,14 @@ class ConfirmScreen(ModalScreen[bool]):
         title: str,
         lines: Iterable[str],
         confirm_label: str = "Stop",
-        confirm_keys: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.title_text = title
         self.lines = list(lines)
         self.confirm_label = confirm_label
-        # Extra keys that confirm besides `y` (K confirms a kill, so K twice kills).
-        self.confirm_keys = tuple(confirm_keys)
 
     def compose(self) -> ComposeResult:
-        keys = "/".join(("y", *self.confirm_keys))
+        keys = "y"
         with Vertical(id="dialog"):
             yield Static(self.title_text, id="title", markup=False)
             yield Static("\n".join(self.lines), id="body")
@@ -88,11 +85,6 @@ class ConfirmScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id == "confirm")
-
-    def on_key(self, event: events.Key) -> None:
-        if event.key in self.confirm_keys:
-            event.stop()
-            self.dismiss(True)
 
     def action_confirm(self) -> None:
         self.dismiss(True)
@@ -139,7 +131,7 @@ def stop_dialog(target: Target, units: str, timeout: float) -> ConfirmScreen:
 def kill_dialog(target: Target, units: str, why: str | None = None) -> ConfirmScreen:
     lines = ([escape(why), ""] if why else []) + container_lines(target, units)
     lines.append("\nSIGKILL now: the container gets no chance to clean up.")
-    return ConfirmScreen(f"Kill container {target.label}?", lines, "Kill", confirm_keys=("K",))
+    return ConfirmScreen(f"Kill container {target.label}?", lines, "Kill")
 
 
 def project_dialog(project: str, targets: Sequence[Target], units: str, timeout: float) -> ConfirmScreen:
@@ -167,5 +159,4 @@ def signal_dialog(target: Target, pid: int, signame: str, units: str) -> Confirm
     if signame == "SIGKILL":
         lines.append("\nSIGKILL: the process gets no chance to clean up.")
     label = "Kill" if signame == "SIGKILL" else "Terminate"
-    keys = ("K",) if signame == "SIGKILL" else ("k",)
-    return ConfirmScreen(f"Send {signame} to {target.label} ({pid})?", lines, label, confirm_keys=keys)
+    return ConfirmScreen(f"Send {signame} to {target.label} ({pid})?", lines, label)
