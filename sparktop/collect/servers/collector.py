@@ -29,6 +29,7 @@ from sparktop.collect.servers.reading import Reading
 from sparktop.model import ServiceReport, Snapshot
 
 NAME = "servers"
+OWNER_REFRESH_S = 10.0
 
 # Process names that run each server on the host (not in a container): the owner of its memory.
 _PROCESS_HINTS = {
@@ -54,6 +55,7 @@ class _State:
     rates: dict[str, float] = field(default_factory=dict)  # model → tokens/s
     counters: dict[str, tuple[float, float]] = field(default_factory=dict)  # model → (time, total)
     context: dict[str, int] = field(default_factory=dict)  # model → context, kept from start-up facts
+    generation: int = 0  # bumped by every probe outcome: the tick rebuilds its report only then
 
     @property
     def shown(self) -> bool:
@@ -90,18 +92,31 @@ class ServersCollector:
             self._fixed.setdefault(ep.base, ep)
         self._states: dict[str, _State] = {b: _State(ep, ep.server) for b, ep in self._fixed.items()}
         self.probes = 0  # HTTP probe rounds run, for tests and the bench
+        self._built: dict[str, tuple[int, float, ServiceReport]] = {}  # base → (generation, at, report)
 
     # --- the tick -------------------------------------------------------------------------------------------
 
     def collect(self, snapshot: Snapshot) -> list[ServiceReport]:
         self._sync_containers(snapshot)
         self._start()
+        now = self._clock()
+        out: list[ServiceReport] = []
         with self._lock:
-            states = [s for s in self._states.values() if s.shown]
-            reports = [self._report(s) for s in states]
-        for report in reports:
-            self._complete(report, snapshot)
-        return reports
+            for state in self._states.values():
+                if not state.shown:
+                    continue
+                built = self._built.get(state.endpoint.base)
+                # Rebuilt when a probe changed something, and every OWNER_REFRESH_S (the process running a
+                # server may have restarted); otherwise the tick copies the report: a few µs per server.
+                if built is None or built[0] != state.generation or now - built[1] >= OWNER_REFRESH_S:
+                    report = self._report(state)
+                    self._complete(report, snapshot)
+                    built = (state.generation, now, report)
+                    self._built[state.endpoint.base] = built
+                out.append(built[2].model_copy())
+            for base in [b for b in self._built if b not in self._states]:
+                del self._built[base]
+        return out
 
     def _sync_containers(self, snapshot: Snapshot) -> None:
         wanted = {ep.base: ep for ep in container_endpoints(snapshot.containers)}
@@ -114,10 +129,12 @@ class ServersCollector:
                 elif state.endpoint.owner is None and state.endpoint.source != "config":
                     # A default port that turns out to be a container's: that container owns the memory.
                     state.endpoint = Endpoint(base, state.endpoint.server, "container", ep.owner, ep.label)
+                    state.generation += 1
             for base in [b for b, s in self._states.items() if s.endpoint.source == "container"]:
                 if base not in wanted:
                     if base in self._fixed:
                         self._states[base].endpoint = self._fixed[base]
+                        self._states[base].generation += 1
                     else:
                         del self._states[base]
 
@@ -227,6 +244,7 @@ class ServersCollector:
                     state.rates[model.name] = delta / (now_wall - previous[0]) if delta >= 0 else 0.0
             state.next_at = self._clock() + self.interval
             state.busy = False
+            state.generation += 1
 
     def _failed(self, state: _State, reason: str) -> None:
         with self._lock:
@@ -237,6 +255,7 @@ class ServersCollector:
             state.error = f"{name} at {state.endpoint.base}: {reason} (retry in {backoff:.3g} s)"
             state.rates.clear()
             state.busy = False
+            state.generation += 1
 
     def close(self) -> None:
         self._stop.set()
