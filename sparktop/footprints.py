@@ -212,13 +212,24 @@ def model_key(server: str, model: str) -> str:
     return f"{server}:{model}"
 
 
+_shared: FootprintStore | None = None
+
+
+def shared_store() -> FootprintStore:
+    """The process's one store in the default place: the collector writes it, the planner reads it."""
+    global _shared
+    if _shared is None:
+        _shared = FootprintStore()
+    return _shared
+
+
 class FootprintCollector:
     """The store as an add-on collector: records every tick, flushes now and then, reports trouble."""
 
     name = "footprints"
 
     def __init__(self, store: FootprintStore | None = None) -> None:
-        self.store = store if store is not None else FootprintStore()
+        self.store = store if store is not None else shared_store()
 
     def collect(self, snapshot: Snapshot) -> list[ServiceReport]:
         observe(self.store, snapshot)
