@@ -223,7 +223,7 @@ class Accounting(_Model):
 class ServedModel(_Model):
     """One model a server holds. Every figure is optional: each server version reports different ones."""
 
-    name: str
+    name: VisibleStr
     cpu_bytes: int | None = None  # host-side part (Ollama: size - size_vram)
     gpu_bytes: int | None = None  # GPU-side part (Ollama: size_vram)
     # What the server took at start-up whether used or not (vLLM: gpu_memory_utilization × device memory):
@@ -238,8 +238,8 @@ class ServedModel(_Model):
     generation_tokens_total: float | None = None
     tokens_per_s: float | None = None  # generated tokens per second since the previous reading
     expires_at: float | None = None  # Unix time the server will unload it (Ollama keep_alive)
-    parameter_size: str | None = None
-    quantization: str | None = None
+    parameter_size: VisibleStr | None = None
+    quantization: VisibleStr | None = None
     gpu_memory_utilization: float | None = None
 
     @property
@@ -253,15 +253,15 @@ class ServiceReport(_Model):
     """What one add-on collector saw at one endpoint this tick; `error`: one readable line when it failed."""
 
     collector: str
-    endpoint: str = ""
-    error: str | None = None
-    server: str | None = None  # "ollama", "vllm", "llama.cpp", "sglang"
-    version: str | None = None  # as the server reports it, when it does
+    endpoint: VisibleStr = ""
+    error: VisibleStr | None = None
+    server: VisibleStr | None = None  # "ollama", "vllm", "llama.cpp", "sglang"
+    version: VisibleStr | None = None  # as the server reports it, when it does
     models: list[ServedModel] = Field(default_factory=list)
     # The metric names / fields this server version gave, so the screen can say which version gave what.
-    fields: list[str] = Field(default_factory=list)
+    fields: list[VisibleStr] = Field(default_factory=list)
     # The consumer key ("container:<id>", "process:<pid>:<start>") of what runs the server, when known.
-    owner: str | None = None
+    owner: VisibleStr | None = None
     checked_at: float | None = None  # Unix time of the reading shown
 
 

@@ -202,8 +202,8 @@ def test_model_names_with_control_characters_are_made_visible(httpserver):
     )
     httpserver.expect_request("/api/version").respond_with_json({"version": "1\x07"})
     reading = ollama.read(base(httpserver), timeout=1.0)
-    assert reading.models[0].name == "evil\\x1b[31m\\u202e:7b"
-    assert reading.version == "1\\x07"
+    assert reading.models[0].name == "evil^[[31m<U+202E>:7b"
+    assert reading.version == "1^G"
 
 
 # --- discovery --------------------------------------------------------------------------------------------
