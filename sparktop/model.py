@@ -198,6 +198,8 @@ class Consumer(_Model):
     kind: ConsumerKind
     cpu_bytes: int = 0
     gpu_bytes: int = 0
+    # The consumer this one was split from (a served model's server container or process): drawn next to it.
+    parent: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -68,6 +68,7 @@ def split_models(snapshot: Snapshot) -> Accounting | None:
                         kind="process",
                         cpu_bytes=got_cpu,
                         gpu_bytes=got_gpu,
+                        parent=owners[0].key,
                     )
                 )
     if not extra:

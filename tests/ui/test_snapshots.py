@@ -55,4 +55,4 @@ def test_too_small(snap_compare):
 
 
 def test_models_tab(snap_compare):
-    assert snap_compare(make_app("servers", warmup=60), terminal_size=(120, 36), press=["5"])
+    assert snap_compare(make_app("servers", warmup=26), terminal_size=(120, 36), press=["5"])

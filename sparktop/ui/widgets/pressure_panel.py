@@ -76,9 +76,13 @@ class PressurePanel(TextPanel):
             # (analysis/headroom.py); dropping caches would add up to `droppable`.
             cuda = Text("CUDA free".ljust(label_w), style="bold")
             cuda.append(fmt_size(engine.cuda_free, units).rjust(value_w))
-            if engine.droppable:
-                cuda.append(f"  +{fmt_size(engine.droppable, units)} cache", style="dim")
             lines.append(cuda)
+            if engine.droppable:
+                drop = Text("droppable".ljust(label_w), style="dim")
+                drop.append(f"+{fmt_size(engine.droppable, units)}".rjust(value_w), style="dim")
+                if spark_w >= 12:
+                    drop.append("  page cache", style="dim")
+                lines.append(drop)
         pressure = memory.pressure
         for name in ("some", "full"):
             line = getattr(pressure, name) if pressure else None
