@@ -22,6 +22,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
@@ -34,6 +35,7 @@ from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
@@ -158,6 +160,21 @@ class SparktopApp(App[None]):
             units=self.config.units,
             on_change=self._render,
         )
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, plain text unless a caller asks for markup: toasts quote names, paths, config values and
+        error messages that others control (a process named `[/b]x` would end the app as markup)."""
+        if not markup:
+            message, title = visible_lines(message), visible(title)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     # -- layout ----------------------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from sparktop.collect.controllers import (
 from sparktop.collect.source import SnapshotSource
 from sparktop.format import fmt_bytes
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.text import visible_lines
 from sparktop.ui.screens.confirm import (
     ConfirmScreen,
     Target,
@@ -406,7 +407,9 @@ class StopActions:
     def _send(self, proc: ProcessInfo, sig: _signal.Signals) -> None:
         target = f"pid {proc.pid} ({proc.name})"
         try:
-            signals.signal_process(proc.pid, sig, expected_start=proc.start_time)
+            if proc.start_ticks is None:  # cannot tell it from a process that reuses its PID
+                raise ControlError(f"process {proc.pid}: its start time is unknown, nothing sent")
+            signals.signal_process(proc.pid, sig, expected_start_ticks=proc.start_ticks)
         except ControlError as exc:
             self._log(sig.name, target, f"failed: {exc}")
             self._say(str(exc), "error")
@@ -520,7 +523,8 @@ class StopActions:
     def _say(self, line: str, severity: str = "information") -> None:
         self.reports.append(line)
         timeout = 8 if severity == "information" else 15
-        self.app.notify(line, severity=severity, timeout=timeout)  # type: ignore[arg-type]
+        # Plain text: the line names processes, containers and projects that others may call `[/b]x`.
+        self.app.notify(visible_lines(line), severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
 
     def _changed(self) -> None:
         if self.on_change is not None:

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -40,7 +40,8 @@ class Target:
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no dialog: `title`, body lines (Rich markup), a red confirm button and a focused Cancel."""
+    """A yes/no dialog: `title` (plain text), body lines (Content, or plain strings), a red confirm button and
+    a focused Cancel. Names in the body come from other users: they are Content variables, never markup."""
 
     AUTO_FOCUS = "#cancel"
     DEFAULT_CSS = """
@@ -64,7 +65,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def __init__(
         self,
         title: str,
-        lines: Iterable[str],
+        lines: Iterable[str | Content],
         confirm_label: str = "Stop",
     ) -> None:
         super().__init__()
@@ -76,7 +77,8 @@ class ConfirmScreen(ModalScreen[bool]):
         keys = "y"
         with Vertical(id="dialog"):
             yield Static(self.title_text, id="title", markup=False)
-            yield Static("\n".join(self.lines), id="body")
+            body = Content("\n").join(Content(x) if isinstance(x, str) else x for x in self.lines)
+            yield Static(body, id="body")
             with Horizontal(id="buttons"):
                 yield Button(f"{self.confirm_label} ({keys})", id="confirm", variant="error")
                 yield Button("Cancel (n/Esc)", id="cancel", variant="primary")
@@ -101,25 +103,31 @@ class ConfirmScreen(ModalScreen[bool]):
 # --- what each dialog says ----------------------------------------------------------------------------------
 
 
-def memory_line(target: Target, units: str) -> str:
-    return (
-        f"memory: [b]{fmt_bytes(target.total, units)}[/b]  "
-        f"(CPU side {fmt_bytes(target.cpu_bytes, units)}, GPU side {fmt_bytes(target.gpu_bytes, units)})"
+def _line(markup: str, **values: object) -> Content:
+    """Our markup with the `$name` values inserted as plain text: a `[/b]` in a name is shown, not parsed."""
+    return Content.from_markup(markup, **values)
+
+
+def memory_line(target: Target, units: str) -> Content:
+    return _line(
+        "memory: [b]$total[/b]  (CPU side $cpu, GPU side $gpu)",
+        total=fmt_bytes(target.total, units),
+        cpu=fmt_bytes(target.cpu_bytes, units),
+        gpu=fmt_bytes(target.gpu_bytes, units),
     )
 
 
-def container_lines(target: Target, units: str) -> list[str]:
+def container_lines(target: Target, units: str) -> list[str | Content]:
     compose = "—"
     if target.project or target.service:
-        compose = f"{escape(target.project or '?')} / {escape(target.service or '?')}"
-    lines = [
-        f"container: [b]{escape(target.label)}[/b]"
-        + (f"  ({escape(target.detail)})" if target.detail else ""),
-        f"image: {escape(target.image or '—')}",
+        compose = f"{target.project or '?'} / {target.service or '?'}"
+    detail = f"  ({target.detail})" if target.detail else ""
+    return [
+        _line("container: [b]$label[/b]$detail", label=target.label, detail=detail),
+        f"image: {target.image or '—'}",
         f"compose project / service: {compose}",
         memory_line(target, units),
     ]
-    return lines
 
 
 def stop_dialog(target: Target, units: str, timeout: float) -> ConfirmScreen:
@@ -129,31 +137,34 @@ def stop_dialog(target: Target, units: str, timeout: float) -> ConfirmScreen:
 
 
 def kill_dialog(target: Target, units: str, why: str | None = None) -> ConfirmScreen:
-    lines = ([escape(why), ""] if why else []) + container_lines(target, units)
+    lines = ([why, ""] if why else []) + container_lines(target, units)
     lines.append("\nSIGKILL now: the container gets no chance to clean up.")
     return ConfirmScreen(f"Kill container {target.label}?", lines, "Kill")
 
 
 def project_dialog(project: str, targets: Sequence[Target], units: str, timeout: float) -> ConfirmScreen:
     width = max((len(t.label) for t in targets), default=0)
-    lines = [f"compose project [b]{escape(project)}[/b]: {len(targets)} running container(s)", ""]
+    lines: list[str | Content] = [
+        _line("compose project [b]$project[/b]: $n running container(s)", project=project, n=len(targets)),
+        "",
+    ]
     for t in targets:
         # One short line each (80 columns): name, service, memory; the image is in the `s` dialog.
-        lines.append(
-            f"  [b]{escape(t.label.ljust(width))}[/b]  {fmt_bytes(t.total, units):>9}"
-            f"  (CPU {fmt_bytes(t.cpu_bytes, units)}, GPU {fmt_bytes(t.gpu_bytes, units)})"
-            + (f"  {escape(t.service)}" if t.service else "")
+        rest = (
+            f"  {fmt_bytes(t.total, units):>9}  (CPU {fmt_bytes(t.cpu_bytes, units)}, "
+            f"GPU {fmt_bytes(t.gpu_bytes, units)})" + (f"  {t.service}" if t.service else "")
         )
+        lines.append(_line("  [b]$label[/b]$rest", label=t.label.ljust(width), rest=rest))
     total = sum(t.total for t in targets)
-    lines.append(f"\nmemory in all: [b]{fmt_bytes(total, units)}[/b]")
+    lines.append(_line("\nmemory in all: [b]$total[/b]", total=fmt_bytes(total, units)))
     lines.append(f"SIGTERM, then the engine's SIGKILL after {timeout:g} s.")
     return ConfirmScreen(f"Stop compose project {project}?", lines, "Stop all")
 
 
 def signal_dialog(target: Target, pid: int, signame: str, units: str) -> ConfirmScreen:
-    lines = [
-        f"process: [b]{escape(target.label)}[/b]  PID {pid}",
-        f"command: {escape(target.detail or '—')}",
+    lines: list[str | Content] = [
+        _line("process: [b]$label[/b]  PID $pid", label=target.label, pid=pid),
+        f"command: {target.detail or '—'}",
         memory_line(target, units),
     ]
     if signame == "SIGKILL":
