@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.reactive import reactive
 
+from sparktop.analysis.headroom import EngineHeadroom
 from sparktop.analysis.series import PoolSeries
 from sparktop.format import fmt_bytes, fmt_size, sparkline
 from sparktop.model import HostMemory
@@ -24,7 +25,7 @@ class PressurePanel(TextPanel):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._series = PoolSeries()
-        self._data: tuple[HostMemory, str, list[str], str, Palette] | None = None
+        self._data: tuple[HostMemory, str, list[str], str, Palette, EngineHeadroom | None] | None = None
 
     def show(
         self,
@@ -34,10 +35,12 @@ class PressurePanel(TextPanel):
         reasons: list[str],
         units: str,
         palette: Palette,
+        engine: EngineHeadroom | None = None,
     ) -> None:
-        """Draw `memory` at `level`, the sparklines from `series` (the session's, which saw every sample)."""
+        """Draw `memory` at `level`, the sparklines from `series` (the session's, which saw every sample);
+        `engine`: on a unified-memory GPU, what CUDA would call free (shown under MemAvailable)."""
         self._series = series
-        self._data = (memory, str(level), list(reasons), units, palette)
+        self._data = (memory, str(level), list(reasons), units, palette, engine)
         self.set_class(str(level) == "critical", "-critical")
         self.set_class(str(level) == "warn", "-warn")
         self._redraw()
@@ -48,7 +51,7 @@ class PressurePanel(TextPanel):
     def _build(self, width: int) -> Text:
         if self._data is None:
             return Text("Memory pressure: waiting for the first sample…", style="dim")
-        memory, level, reasons, units, palette = self._data
+        memory, level, reasons, units, palette, engine = self._data
         color = palette.level(level)
         head = Text.assemble(
             ("Pressure ", "bold"), (f" {_LEVEL_WORDS.get(level, level)} ", f"bold reverse {color}")
@@ -64,6 +67,18 @@ class PressurePanel(TextPanel):
             spark = sparkline(list(self._series.available_pct), spark_w, 0.0, 100.0)
             avail.append(spark, style=palette.spark)
         lines.append(avail)
+        if engine is not None and not self.compact:
+            # cudaMemGetInfo on GB10 counts page cache as used: what vLLM's start-up check compares against
+            # (analysis/headroom.py); dropping caches would add up to `droppable`.
+            cuda = Text("CUDA free".ljust(label_w), style="bold")
+            cuda.append(fmt_size(engine.cuda_free, units).rjust(value_w))
+            lines.append(cuda)
+            if engine.droppable:
+                drop = Text("droppable".ljust(label_w), style="dim")
+                drop.append(f"+{fmt_size(engine.droppable, units)}".rjust(value_w), style="dim")
+                if spark_w >= 12:
+                    drop.append("  page cache", style="dim")
+                lines.append(drop)
         pressure = memory.pressure
         for name in ("some", "full"):
             line = getattr(pressure, name) if pressure else None
