@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from sparktop.analysis.accounting import account
+from sparktop.analysis.accounting import fill_accounting
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
@@ -61,6 +61,13 @@ CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
 # new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
+
+
+def tick_failure(exc: BaseException, interval: float) -> str:
+    """One line for the status bar when a tick failed: what, and that it is tried again."""
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return f"this update failed ({what}); retrying every {interval:g} s"
 
 
 class ContainersTable(ConsumerTable[ContainerInfo]):
@@ -285,14 +292,24 @@ class SparktopApp(App[None]):
             self._update_status()
             return
         if snapshot is None:
-            self.stale_reason = error or "no data"
-            self._update_status()
-            self._set_stale(True)
+            self._show_stale(error or "no data")
             return
-        self._ingest(snapshot)
-        self._render()
+        try:
+            self._ingest(snapshot)
+            self._render()
+        except Exception as exc:
+            # A bug in one tick (analysis, a view) must not leave the screen blank or frozen without a word:
+            # say what failed, keep what was drawn, and let the next tick try again from scratch.
+            self.log.error("tick failed", exc_info=exc)
+            self._show_stale(tick_failure(exc, self.interval))
+            return
         if self._on_first_frame is not None:
             self.call_after_refresh(self._first_frame_done)
+
+    def _show_stale(self, reason: str) -> None:
+        self.stale_reason = reason
+        self._update_status()
+        self._set_stale(True)
 
     def _first_frame_done(self) -> None:
         callback, self._on_first_frame = self._on_first_frame, None
@@ -312,10 +329,7 @@ class SparktopApp(App[None]):
 
     def _ingest(self, snapshot: Snapshot) -> None:
         """Everything that must see every sample, shown or not: history, pressure, sparklines, creep."""
-        if snapshot.accounting is None:
-            snapshot.accounting = account(
-                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
-            )
+        fill_accounting(snapshot)
         self.latest = snapshot
         self.stale_reason = None
         self._last_good_at = self.clock()
