@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,8 +157,10 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
 
 
 def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
+    import os
+
     from sparktop.config import load_config
-    from sparktop.ui.app import SparktopApp
+    from sparktop.terminal import dashboard_refusal, terminal_size
 
     config, problems = load_config(opts.config)
     for problem in problems:
@@ -177,11 +180,24 @@ def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
     if config.safe_gb >= config.max_gb:
         print(f"sparktop: safe line {config.safe_gb} GB must be below {config.max_gb} GB", file=sys.stderr)
         return 2
+    refusal = dashboard_refusal(os.environ, terminal_size())
+    if refusal is not None:
+        print(f"sparktop: {refusal}", file=sys.stderr)
+        return 2
+    from sparktop.ui.app import SparktopApp
+
     app = SparktopApp(
-        source, config, read_only=config.read_only, startup_messages=problems, on_first_frame=_resume_gc
+        source,
+        config,
+        read_only=config.read_only,
+        startup_messages=problems,
+        on_first_frame=_resume_gc,
+        exit_on_signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
     )
     app.run()
-    return 0
+    # Textual has restored the terminal and printed the traceback of a crash on stderr by now; a crash
+    # (return code 1) or a signal (128 + its number) must not look like success to a script.
+    return app.return_code or 0
 
 
 def _resume_gc() -> None:

@@ -11,7 +11,9 @@ samples before the first frame, and `await app.refresh_once()` takes one more sa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -34,6 +36,7 @@ from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH, terminal_gone
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
@@ -54,8 +57,6 @@ from sparktop.ui.widgets.tables import (
     process_rows,
 )
 
-MIN_WIDTH = 60
-MIN_HEIGHT = 18
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
@@ -87,6 +88,8 @@ class SparktopApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # Textual's ctrl+c only says "press ctrl+q"; in a top-like tool it quits (a selection is copied).
+        Binding("ctrl+c", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
         Binding("o", "sort_next", "Sort"),
@@ -118,10 +121,14 @@ class SparktopApp(App[None]):
         startup_messages: Iterable[str] = (),
         user_theme_dir: Path | None = None,
         on_first_frame: Callable[[], None] | None = None,
+        exit_on_signals: Iterable[int] = (),
     ) -> None:
         """`on_first_frame`: called once, when the first frame with data is on screen (or after
-        `first_frame_wait_s` without data): the CLI turns the garbage collector back on there."""
+        `first_frame_wait_s` without data): the CLI turns the garbage collector back on there.
+        `exit_on_signals` (the CLI passes SIGTERM, SIGHUP, SIGINT): these end the app the way `q` does, so
+        the terminal is restored, and it returns 128 + the signal number as a killed process would."""
         super().__init__()
+        self._exit_signals = tuple(exit_on_signals)
         self.source = source
         self.config = config or Config()
         self.read_only = read_only or self.config.read_only
@@ -192,6 +199,22 @@ class SparktopApp(App[None]):
         yield Input(placeholder="filter containers and processes (Enter keeps, Esc clears)", id="filter")
         yield Static("", id="too-small")
         yield Footer()
+
+    def on_load(self) -> None:
+        # Before the driver takes the terminal over (alternate screen, mouse, hidden cursor): from here on a
+        # signal's default action (die at once) would leave all of that behind for the user to `reset`.
+        loop = asyncio.get_running_loop()
+        for signum in self._exit_signals:
+            loop.add_signal_handler(signum, self._exit_on_signal, signum)
+
+    def _exit_on_signal(self, signum: int) -> None:
+        if terminal_gone():
+            # Hung up (SSH dropped): nothing to restore, and Textual's shutdown would block for ever queueing
+            # writes to a terminal its output thread can no longer write to. Let go of the source and leave.
+            with contextlib.suppress(Exception):
+                self.source.close()
+            os._exit(128 + signum)
+        self.exit(return_code=128 + signum)
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
