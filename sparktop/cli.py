@@ -57,7 +57,8 @@ def _main_parser() -> argparse.ArgumentParser:
 def _record_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparktop record",
-        description="Append snapshots to a JSONL file, flushed every tick; "
+        description="Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times "
+        "smaller), flushed every tick; "
         "replay with `sparktop --replay FILE`.",
     )
     parser.add_argument("file", type=Path)
@@ -177,6 +178,9 @@ def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
             setattr(config, key, value)
     if opts.read_only:
         config.read_only = True
+    recorded_interval = getattr(source, "recorded_interval", None)
+    if opts.interval is None and recorded_interval:
+        config.interval = recorded_interval  # a recording plays at its own pace unless --interval says
     if config.safe_gb >= config.max_gb:
         print(f"sparktop: safe line {config.safe_gb} GB must be below {config.max_gb} GB", file=sys.stderr)
         return 2
@@ -222,6 +226,10 @@ def _run_record(argv: list[str]) -> int:
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2
+    # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
+    # (a compressed one gets its end marker) and the count is reported.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     try:
         count = record(source, opts.file, interval=opts.interval, duration=opts.duration, mode=mode)
     except FileExistsError as exc:
@@ -234,6 +242,10 @@ def _run_record(argv: list[str]) -> int:
         source.close()
     print(f"sparktop record: wrote {count} snapshots to {opts.file}", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _run_plan(argv: list[str]) -> int:

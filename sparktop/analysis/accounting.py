@@ -132,9 +132,7 @@ def fill_accounting(snapshot: Snapshot) -> Snapshot:
     if snapshot.accounting is not None:
         return snapshot
     try:
-        snapshot.accounting = account(
-            snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
-        )
+        snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
     except Exception as exc:
         snapshot.accounting = unattributed_only(snapshot.memory)
         detail = str(exc).splitlines()[0] if str(exc) else ""

@@ -139,6 +139,7 @@ class SparktopApp(App[None]):
         self.paused = False
         self.stale_reason: str | None = None
         self.source_ended = False
+        self.end_message = "end of recording"  # what a finite source said when it ended
         self.latest: Snapshot | None = None
         self.assessment: PressureAssessment | None = None
         self.creep: list[CreepAlert] = []
@@ -225,8 +226,8 @@ class SparktopApp(App[None]):
         for _ in range(self.warmup):
             try:
                 snapshot = self.source.sample()
-            except SourceExhausted:
-                self.source_ended = True
+            except SourceExhausted as exc:
+                self._source_ended(exc)
                 break
             self._ingest(snapshot)
         if self.latest is not None:
@@ -299,8 +300,8 @@ class SparktopApp(App[None]):
         ended = False
         try:
             snapshot = self.source.sample()
-        except SourceExhausted:
-            ended = True
+        except SourceExhausted as exc:
+            ended, error = True, str(exc)
         except Exception as exc:  # a source must not take the dashboard down
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         if worker.is_cancelled:
@@ -311,8 +312,7 @@ class SparktopApp(App[None]):
     def _receive(self, snapshot: Snapshot | None, error: str | None, ended: bool = False) -> None:
         self._polling = False
         if ended:
-            self.source_ended = True
-            self._update_status()
+            self._source_ended(SourceExhausted(error) if error else SourceExhausted())
             return
         if snapshot is None:
             self._show_stale(error or "no data")
@@ -329,6 +329,11 @@ class SparktopApp(App[None]):
         if self._on_first_frame is not None:
             self.call_after_refresh(self._first_frame_done)
 
+    def _source_ended(self, exc: SourceExhausted) -> None:
+        self.source_ended = True
+        self.end_message = str(exc) or "end of recording"
+        self._update_status()
+
     def _show_stale(self, reason: str) -> None:
         self.stale_reason = reason
         self._update_status()
@@ -343,8 +348,8 @@ class SparktopApp(App[None]):
         """Take one sample now, on the event loop (for tests and screenshots, with auto_refresh=False)."""
         try:
             snapshot = self.source.sample()
-        except SourceExhausted:
-            self._receive(None, None, ended=True)
+        except SourceExhausted as exc:
+            self._receive(None, str(exc), ended=True)
         except Exception as exc:
             self._receive(None, f"{type(exc).__name__}: {exc}")
         else:
@@ -462,13 +467,18 @@ class SparktopApp(App[None]):
         self._previous_level = level
 
     def _update_status(self) -> None:
+        source = getattr(self.source, "name", type(self.source).__name__)
+        progress = getattr(self.source, "progress", None)
+        if callable(progress):  # a recording: where in it, its length and its own interval
+            source = progress(self.latest).describe()
         self.query_one(StatusLine).show(
             snapshot=self.latest,
-            source=getattr(self.source, "name", type(self.source).__name__),
+            source=source,
             interval=self.interval,
             paused=self.paused,
-            stale=self.stale_reason or ("end of recording" if self.source_ended else None),
+            stale=self.stale_reason or (self.end_message if self.source_ended else None),
             filter_text=self.query_one(ContainersTable).filter_text,
+            source_problems=getattr(self.source, "warnings", ()),
         )
 
     def _on_theme_changed(self, _theme: object) -> None:

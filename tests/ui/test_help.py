@@ -1,4 +1,4 @@
-"""The help screen: reachable by keyboard alone, and it lists every key the app answers to (issue 12 item 4)."""
+"""The help screen: reachable by keyboard alone, and lists every key the app answers to (issue 12 item 4)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widget import Widget
@@ -27,7 +28,10 @@ class StatusLine(Widget):
         paused: bool,
         stale: str | None,
         filter_text: str,
+        source_problems: Sequence[str] = (),
     ) -> None:
+        """`source_problems`: what the source found wrong so far (bad lines of a recording): the last one
+        stays visible, not only on the one tick whose snapshot carried it."""
         text = Text.assemble(("sparktop", "bold"))
         if snapshot is not None and snapshot.hostname:
             text.append(f" · {snapshot.hostname}")
@@ -46,6 +50,10 @@ class StatusLine(Widget):
         if snapshot is not None and snapshot.errors:
             n = len(snapshot.errors)
             text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")
+        elif source_problems:
+            n = len(source_problems)
+            text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''} in the source: {source_problems[-1]}",
+                        style="italic")  # fmt: skip
         if snapshot is not None and not snapshot.docker.available and snapshot.docker.reason:
             text.append(f"  docker: {snapshot.docker.reason}", style="dim italic")
         if text != self._text:  # the clock moves once a second; at shorter intervals often nothing does
