@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.model import SNAPSHOT_VERSION, Snapshot
+from sparktop.text import visible
 
 RecordMode = Literal["new", "append", "overwrite"]
 
@@ -98,7 +99,7 @@ class ReplayProgress:
 
     def describe(self) -> str:
         where = f"{_clock(self.position_s)} / {_clock(self.length_s) if self.length_s is not None else '?'}"
-        parts = [f"replay {where}"]
+        parts = [where]
         if self.recorded_interval is not None:
             parts.append(f"recorded every {self.recorded_interval:g} s")
         return " · ".join(parts)
@@ -216,7 +217,8 @@ class ReplaySource:
         return b""
 
     def _problem(self, text: str) -> None:
-        self._skipped.append(text)
+        # It quotes the file's name and maybe its bytes: shown with control characters made visible.
+        self._skipped.append(visible(text))
 
     def _read_ahead(self) -> bool:
         """Read the next valid snapshot into the look-ahead, carrying the problems of the bad lines skipped
@@ -326,7 +328,15 @@ class Recorder:
             needs_newline = mode == "append" and size > 0
         else:
             needs_newline = mode == "append" and size > 0 and not self._ends_with_newline()
-        self._file: IO[bytes] | None = open_recording(self.path, "wb" if mode == "overwrite" else "ab")
+        # A recording holds the command line of every process on the machine: a new file is the user's only.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_TRUNC if mode == "overwrite" else os.O_APPEND)
+        self._raw: IO[bytes] | None = os.fdopen(os.open(self.path, flags, 0o600), "wb")
+        # gzip appends a new member to an existing file; `filename=""` keeps the path out of its header.
+        self._file: IO[bytes] | None = (
+            gzip.GzipFile(fileobj=self._raw, mode="wb", filename="")  # type: ignore[assignment]
+            if is_compressed(self.path)
+            else self._raw
+        )
         if needs_newline:  # the last recording was cut off mid-line: do not glue the next one onto it
             self._file.write(b"\n")
 
@@ -341,13 +351,16 @@ class Recorder:
         self._file.write(snapshot.model_dump_json().encode() + b"\n")
         self._file.flush()  # gzip: a sync flush, so every line written so far can be read back
         if self.fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self._raw.fileno())  # type: ignore[union-attr]
         self.count += 1
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            self._file.close()  # gzip: writes the end marker (it leaves the file it was given open)
             self._file = None
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
 
     def __enter__(self) -> Recorder:
         return self

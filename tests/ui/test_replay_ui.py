@@ -27,17 +27,17 @@ async def test_position_length_and_end_of_a_real_recording(tmp_path: Path) -> No
     async with app.run_test(size=(160, 36)) as pilot:
         await app.refresh_once()
         await pilot.pause()
-        assert "replay 0:00 / 0:04 · recorded every 0.5 s" in status(app)
+        assert "0:00 / 0:04 · recorded every 0.5 s" in status(app)
         for _ in range(4):
             await app.refresh_once()
         await pilot.pause()
-        assert "replay 0:02 / 0:04" in status(app)
+        assert "0:02 / 0:04" in status(app)
         for _ in range(10):  # past the end: the last frame stays, the end is said, nothing is counted twice
             await app.refresh_once()
         await pilot.pause()
         assert app.source_ended
         assert "end of recording (0:04, 9 snapshots)" in status(app)
-        assert "replay 0:04 / 0:04" in status(app)
+        assert "0:04 / 0:04" in status(app)
         assert len(app.history.times()) == 9
 
 

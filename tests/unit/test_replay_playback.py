@@ -53,8 +53,8 @@ def test_the_end_of_a_recording_is_reported_with_its_length(tmp_path: Path) -> N
     assert str(end) == "end of recording (0:10, 21 snapshots)"
     progress = replay.progress()
     assert (progress.position_s, progress.length_s, progress.ended) == (10.0, 10.0, True)
-    assert progress.describe() == "replay 0:10 / 0:10 · recorded every 0.5 s"
-    assert replay.progress(played[4]).describe().startswith("replay 0:02 / 0:10")
+    assert progress.describe() == "0:10 / 0:10 · recorded every 0.5 s"
+    assert replay.progress(played[4]).describe().startswith("0:02 / 0:10")
 
 
 def test_a_line_too_long_is_skipped_without_holding_it(tmp_path: Path) -> None:

@@ -28,14 +28,20 @@ class StatusLine(Widget):
         paused: bool,
         stale: str | None,
         filter_text: str,
+        modes: list[str] | None = None,
         source_problems: Sequence[str] = (),
     ) -> None:
-        """`source_problems`: what the source found wrong so far (bad lines of a recording): the last one
-        stays visible, not only on the one tick whose snapshot carried it."""
+        """`modes`: "demo", "replay", "read-only": each a badge, so simulated or recorded data and disabled
+        actions are never taken for the live machine. `source_problems`: what the source found wrong so far
+        (bad lines of a recording): the last one stays visible, not only on the tick whose snapshot had it."""
         text = Text.assemble(("sparktop", "bold"))
+        for mode in modes or ():
+            text.append(" ")
+            text.append(f" {mode.upper()} ", style="bold reverse")
         if snapshot is not None and snapshot.hostname:
             text.append(f" · {snapshot.hostname}")
-        text.append(f" · {source}", style="dim")
+        if source not in (modes or ()):
+            text.append(f" · {source}", style="dim")
         if snapshot is not None:
             text.append(f" · {time.strftime('%H:%M:%S', time.localtime(snapshot.timestamp))}")
         text.append(f" · every {interval:g} s", style="dim")
