@@ -21,7 +21,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 
 | key | action |
 |---|---|
-| `1` `2` `3` `4` | Dashboard, Containers, Processes, What-if tab (`w` also opens What-if; or click a tab) |
+| `1` `2` `3` `4` `5` | Dashboard, Containers, Processes, What-if, Models tab (`w` opens What-if too) |
 | `/` | filter the tables (Enter keeps the filter, `Esc` clears it) |
 | `o` / `O` | sort by the next column / reverse the sort (or click a header) |
 | `p` | pause / resume the display (sampling goes on) |
@@ -50,6 +50,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `Delete` or `Backspace` | remove the highlighted plan item (or drag it out of the plan) |
 | `e` | edit the highlighted plan item's parameters (`ctrl+s` saves, `Esc` cancels) |
 | `b` | plan on top of what runs now (live) or on a clean machine |
+| `m` | plan with the peaks measured on this machine where known, or with the estimates alone |
 | `s` / `l` | save the plan to / load a plan from a TOML file (`Esc` cancels) |
 
 ## Confirmations
@@ -71,6 +72,11 @@ The **safe 80 GB** and **aggressive 100 GB** lines (decimal GB, `--safe` / `--ma
 fall. The state reads *under safe*, *over safe* or *OVER AGGRESSIVE*.
 
 On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side is counted apart.
+
+A model server (Ollama, vLLM, SGLang, llama.cpp) is split into **one segment per loaded model**, next to
+the server's own remainder. **CUDA free** (under *available*) is what a CUDA program is told is free: on GB10
+the page cache counts as used there, and vLLM refuses to start when its `gpu_memory_utilization` asks for
+more; `sync && echo 3 | sudo tee /proc/sys/vm/drop_caches` frees the cache.
 
 ## Memory pressure
 
