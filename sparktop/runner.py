@@ -90,8 +90,8 @@ class SessionRunner:
         self.ticks += 1
         try:
             snapshot = self.source.sample()
-        except SourceExhausted:
-            self.session.end()
+        except SourceExhausted as exc:
+            self.session.end(str(exc))
             return None
         except Exception as exc:  # a source must not take the runner down
             self.session.fail(_one_line(exc))

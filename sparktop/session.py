@@ -25,21 +25,17 @@ import threading
 import time
 from collections.abc import Callable
 
-from sparktop.analysis.accounting import account
+from sparktop.analysis.accounting import fill_accounting
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.row_trends import RowTrends
 from sparktop.analysis.series import GpuSeries, PoolSeries
 from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource
-from sparktop.model import GB, Accounting, Snapshot
+from sparktop.model import GB, Snapshot
 
 CREEP_WINDOW_S = 300.0  # the slope behind creep alerts and the tables' growth column
 LATE_AFTER_S = 5.0  # a sample this late (or 3 intervals, if longer) makes the data stale
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 class Session:
@@ -69,6 +65,7 @@ class Session:
         self.pool_series = PoolSeries()
         self.stale_reason: str | None = None
         self.source_ended = False
+        self.end_message = "end of recording"  # what a finite source said when it ended
         self.last_good_at: float | None = None  # clock() when the last good snapshot came in
         self.ingested = 0
         self._announced_level: PressureLevel | None = None
@@ -89,8 +86,7 @@ class Session:
     def ingest(self, snapshot: Snapshot) -> Snapshot:
         """Take one good snapshot in (accounting filled in if missing) and return it."""
         with self.lock:
-            if snapshot.accounting is None:
-                snapshot.accounting = _account(snapshot)
+            fill_accounting(snapshot)  # the one place a snapshot is accounted
             self.history.add(snapshot)
             self.process_trends.add_snapshot(snapshot)
             self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
@@ -110,10 +106,12 @@ class Session:
         with self.lock:
             self.stale_reason = reason or "no data"
 
-    def end(self) -> None:
-        """A finite source (a recording) has nothing more: the last snapshot stays, marked as the end."""
+    def end(self, message: str = "") -> None:
+        """A finite source (a recording) has nothing more: the last snapshot stays, marked as the end, with
+        what the source said about it (`SourceExhausted`'s text) or "end of recording"."""
         with self.lock:
             self.source_ended = True
+            self.end_message = message or "end of recording"
 
     def check_late(self, interval: float) -> bool:
         """Called when a sample is still outstanding: once it is clearly late (5 s, or 3 intervals if longer)
@@ -136,7 +134,7 @@ class Session:
     @property
     def stale(self) -> str | None:
         """Why the data on show is not current (None: it is)."""
-        return self.stale_reason or ("end of recording" if self.source_ended else None)
+        return self.stale_reason or (self.end_message if self.source_ended else None)
 
     def rate_per_min(self, key: str) -> float | None:
         """A consumer's growth (bytes per minute) over the creep window, from the history."""
@@ -154,15 +152,6 @@ class Session:
             entered = level == PressureLevel.CRITICAL and self._announced_level != PressureLevel.CRITICAL
             self._announced_level = level
             return entered
-
-
-def _account(snapshot: Snapshot) -> Accounting:
-    try:
-        return account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
-    except Exception as exc:  # a bug there must not take a view down: all of `used` shows as unattributed
-        snapshot.errors.append(f"accounting: {_one_line(exc)}")
-        used = snapshot.memory.used
-        return Accounting(used=used, unattributed=used)
 
 
 class IngestingSource:

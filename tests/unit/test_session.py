@@ -43,12 +43,16 @@ def test_accounting_that_fails_is_one_line_and_everything_unattributed(monkeypat
     def buggy(*_args: object) -> None:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr("sparktop.session.account", buggy)  # a bug in accounting must not end the session
+    monkeypatch.setattr(
+        "sparktop.analysis.accounting.account", buggy
+    )  # a bug in accounting must not end the session
     snap = Session().ingest(DemoSource().sample())
     assert snap.accounting is not None
     acct = snap.accounting
     assert (acct.used, acct.unattributed, acct.consumers) == (snap.memory.used, snap.memory.used, [])
-    assert snap.errors == ["accounting: division by zero"]
+    assert snap.errors == [
+        "accounting failed (ZeroDivisionError: division by zero); the pool is shown as unattributed"
+    ]
 
 
 def test_history_pressure_creep_trends_and_series_follow_every_sample() -> None:
