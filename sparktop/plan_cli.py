@@ -2,7 +2,8 @@
 
     sparktop plan llama3.1:70b faster-whisper-large-v3 && docker compose up -d
 
-Exit status: 0 fits, 1 tight, 2 OOM risk or won't fit, 3 bad input. Workloads are catalog names
+Exit status (the high side of the estimates unless --optimistic): 0 fits, 1 tight, 2 OOM risk or won't fit,
+3 bad input. Workloads are catalog names
 (forgiving case, spaces and underscores), optionally with parameters: `llama3.1:70b,context=32768,parallel=2`;
 or a plan file (--file), the same TOML the What-if tab saves. Figures are decimal GB (1e9 bytes).
 """
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
 
 EXIT_FITS, EXIT_TIGHT, EXIT_OOM, EXIT_BAD_INPUT = 0, 1, 2, 3
 EXIT_CODES = {FITS: EXIT_FITS, TIGHT: EXIT_TIGHT, OOM_RISK: EXIT_OOM, WONT_FIT: EXIT_OOM}
+EXIT_TABLE = """\
+exit status, from the high estimates (an underestimate is what freezes a Spark);
+with --optimistic, from the mid ones:
+  0  fits        under the safe line (80 GB on a Spark; scaled to the pool on a smaller machine)
+  1  tight       between the safe and aggressive lines
+  2  OOM risk    over the aggressive line (100 GB), or won't fit: more than the pool
+  3  bad input   unknown workload, bad parameter or plan file, usage error
+"""
 
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
@@ -37,6 +46,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The `plan` subcommand's arguments. Usage errors on this parser exit with 3 (bad input), not argparse's
     2, which here means "OOM risk"."""
     parser.description = parser.description or __doc__.split("\n\n")[0]
+    parser.epilog = EXIT_TABLE
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
         "workloads",
         nargs="*",
@@ -52,6 +63,11 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="plan for a clean machine (system overhead only) instead of what runs now",
     )
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    parser.add_argument(
+        "--optimistic",
+        action="store_true",
+        help="exit status from the mid estimates instead of the high ones",
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="show how each figure was computed")
     parser.add_argument(
         "--list",
@@ -301,7 +317,8 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
         print(json.dumps(ev.to_dict(), indent=2))
     else:
         sys.stdout.write(render(ev, verbose=getattr(args, "verbose", False)))
-    return EXIT_CODES[ev.fit.verdict]
+    verdict = ev.fit.mid_verdict if getattr(args, "optimistic", False) else ev.fit.verdict
+    return EXIT_CODES[verdict]
 
 
 def main(argv: Sequence[str] | None = None, baseline_provider: Callable[[], Snapshot] | None = None) -> int:

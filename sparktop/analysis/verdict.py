@@ -74,53 +74,80 @@ class Lines:
         }.get(verdict)
 
 
+def plan_lines(pool: float, safe: float | None = None, aggressive: float | None = None) -> Lines:
+    """The lines every plan verdict uses, in the What-if tab and `sparktop plan` alike: the user's where they
+    set their own, else the reference's 80/100 GB, kept as a share of the pool on a machine much smaller than
+    a Spark. A value equal to the reference's default counts as not set (the dashboard's config always has
+    one)."""
+    default = Lines.for_pool(pool)
+    own_safe = safe if safe and safe != SAFE_LINE else None
+    own_aggressive = aggressive if aggressive and aggressive != AGGRESSIVE_LINE else None
+    if own_safe is None and own_aggressive is None:
+        return default
+    return Lines(own_safe or default.safe, own_aggressive or default.aggressive, pool)
+
+
 @dataclass
 class FitVerdict:
+    """The verdict goes by the honest side of the estimates, the high one: an underestimate freezes a Spark.
+    `mid_verdict` is what the mid estimates alone would say (`sparktop plan --optimistic`)."""
+
     verdict: str
     total: Range
     lines: Lines
-    culprit: str | None = None  # the workload whose addition crossed the line
+    mid_verdict: str = FITS
+    culprit: str | None = None  # the workload whose addition crossed the line (high side)
     line_crossed: str | None = None  # "safe", "aggressive" or "pool"
-    excess: float = 0.0  # bytes that would have to go to be back under the safe line
+    excess: float = 0.0  # bytes that would have to go to be back under the safe line (high side)
     enough_to_drop: list[str] = field(default_factory=list)  # any one of these alone would be enough
-    high_verdict: str = FITS  # the verdict with every high estimate
     reason: str = ""
+
+    @property
+    def high_verdict(self) -> str:
+        return self.verdict
+
+    @property
+    def headline(self) -> str:
+        """ "fits", or "fits at mid, tight at high" when the two sides differ."""
+        if self.mid_verdict == self.verdict:
+            return self.verdict
+        return f"{self.mid_verdict} at mid, {self.verdict} at high"
 
 
 def fit_verdict(baseline: Range, items: Sequence[tuple[str, Range]], lines: Lines) -> FitVerdict:
     total = baseline + Range.total(r for _, r in items)
-    verdict = lines.classify(total.mid)
-    out = FitVerdict(verdict=verdict, total=total, lines=lines, high_verdict=lines.classify(total.high))
-    headroom = lines.safe - total.mid
+    verdict = lines.classify(total.high)
+    out = FitVerdict(verdict=verdict, total=total, lines=lines, mid_verdict=lines.classify(total.mid))
+    figures = _gb(total.mid) if total.high == total.mid else f"{_gb(total.mid)} (high {_gb(total.high)})"
+    prefix = "" if out.mid_verdict == verdict else f"{out.headline}: "
     if verdict == FITS:
         out.reason = (
-            f"{_gb(total.mid)} of {_gb(lines.pool)}: under the {_gb(lines.safe)} safe line "
-            f"with {_gb(headroom)} to spare"
+            f"{figures} of {_gb(lines.pool)}: under the {_gb(lines.safe)} safe line "
+            f"with {_gb(lines.safe - total.high)} to spare"
         )
-    else:
-        name, line = lines.line_for(verdict)  # type: ignore[misc]
-        out.line_crossed = name
-        running = baseline.mid
-        for item_name, r in items:
-            running += r.mid
-            if running > line:
-                out.culprit = item_name
-                break
-        out.excess = total.mid - lines.safe
-        out.enough_to_drop = [n for n, r in sorted(items, key=lambda x: x[1].mid) if r.mid >= out.excess][:3]
-        where = {
-            TIGHT: f"between the {_gb(lines.safe)} safe and {_gb(lines.aggressive)} aggressive lines",
-            OOM_RISK: f"over the {_gb(lines.aggressive)} aggressive line",
-            WONT_FIT: f"more than the {_gb(lines.pool)} pool",
-        }[verdict]
-        out.reason = f"{_gb(total.mid)}: {where}"
-        if out.culprit:
-            out.reason += f"; {out.culprit} pushes it over the {name} line"
-        out.reason += f"; {_gb(out.excess)} would have to go to be back under {_gb(lines.safe)}"
-        if out.enough_to_drop:
-            out.reason += f" (dropping {out.enough_to_drop[0]} alone would do)"
-    if out.high_verdict != verdict:
-        out.reason += f"; with every high estimate ({_gb(total.high)}) it would be {out.high_verdict}"
+        return out
+    name, line = lines.line_for(verdict)  # type: ignore[misc]
+    out.line_crossed = name
+    running = baseline.high
+    for item_name, r in items:
+        running += r.high
+        if running > line:
+            out.culprit = item_name
+            break
+    out.excess = total.high - lines.safe
+    out.enough_to_drop = [n for n, r in sorted(items, key=lambda x: x[1].high) if r.high >= out.excess][:3]
+    where = {
+        TIGHT: f"between the {_gb(lines.safe)} safe and {_gb(lines.aggressive)} aggressive lines",
+        OOM_RISK: f"over the {_gb(lines.aggressive)} aggressive line",
+        WONT_FIT: f"more than the {_gb(lines.pool)} pool",
+    }[verdict]
+    side = "the high estimate is " if out.mid_verdict != verdict else ""
+    out.reason = f"{prefix}{figures}: {side}{where}"
+    if out.culprit:
+        out.reason += f"; {out.culprit} pushes it over the {name} line"
+    out.reason += f"; {_gb(out.excess)} would have to go to be back under {_gb(lines.safe)}"
+    if out.enough_to_drop:
+        out.reason += f" (dropping {out.enough_to_drop[0]} alone would do)"
     return out
 
 

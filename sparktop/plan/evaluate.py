@@ -25,6 +25,7 @@ from sparktop.analysis.verdict import (
     Lines,
     compute_verdict,
     fit_verdict,
+    plan_lines,
 )
 from sparktop.catalog.loader import Catalog
 from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
@@ -166,7 +167,9 @@ class Evaluation:
                 "line_crossed": fit.line_crossed,
                 "excess_gb": round(max(0.0, fit.excess) / GB, 2),
                 "enough_to_drop": fit.enough_to_drop,
+                "mid_verdict": fit.mid_verdict,
                 "high_verdict": fit.high_verdict,
+                "headline": fit.headline,
             },
             "compute": self.compute.verdict,
             "compute_detail": {
@@ -254,11 +257,9 @@ def evaluate(
 ) -> Evaluation:
     """Estimates and verdicts for the whole plan on top of `baseline` (a clean machine when None).
     `safe`/`aggressive` (bytes) are the user's lines; by default the reference's 80/100 GB, scaled on a
-    machine much smaller than a Spark."""
+    machine much smaller than a Spark (verdict.plan_lines: the What-if tab and `sparktop plan` share them)."""
     baseline = baseline or Baseline.clean()
-    lines = Lines.for_pool(baseline.pool)
-    if safe is not None or aggressive is not None:
-        lines = Lines(safe or lines.safe, aggressive or lines.aggressive, baseline.pool)
+    lines = plan_lines(baseline.pool, safe, aggressive)
     items: list[ItemResult] = []
     ollama_default = False  # an Ollama model estimated at the assumed default context
     names_seen: dict[str, int] = {}

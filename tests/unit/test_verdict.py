@@ -61,8 +61,23 @@ def test_fit_over_the_pool_and_the_high_estimate():
     v = fit_verdict(Range.gb(3), [("huge", Range.gb(141))], Lines())
     assert v.verdict == WONT_FIT and v.line_crossed == "pool" and v.culprit == "huge"
     near = fit_verdict(Range.gb(3), [("x", Range(70 * GB, 75 * GB, 90 * GB))], Lines())
-    assert near.verdict == FITS and near.high_verdict == TIGHT
-    assert "with every high estimate" in near.reason
+    # the verdict goes by the honest (high) side and says both
+    assert near.verdict == TIGHT and near.mid_verdict == FITS
+    assert near.headline == "fits at mid, tight at high"
+    assert near.reason.startswith(
+        "fits at mid, tight at high: 78 GB (high 93 GB): the high estimate is between"
+    )
+    assert near.culprit == "x" and near.excess == pytest.approx(13 * GB)
+
+
+def test_the_high_side_can_cross_two_lines():
+    v = fit_verdict(Range.gb(3), [("x", Range(70 * GB, 75 * GB, 100 * GB))], Lines())
+    assert (v.mid_verdict, v.verdict) == (FITS, OOM_RISK)
+    assert (
+        v.reason.startswith("fits at mid, OOM risk at high") and "over the 100 GB aggressive line" in v.reason
+    )
+    same = fit_verdict(Range.gb(3), [("x", Range(80 * GB, 85 * GB, 90 * GB))], Lines())
+    assert same.headline == TIGHT and not same.reason.startswith("tight at mid")
 
 
 def test_fit_that_fits_says_the_headroom():
