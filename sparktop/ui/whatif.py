@@ -312,7 +312,8 @@ class WhatIfPane(Vertical):
         from sparktop.plan import evaluate
 
         baseline = self.baseline()
-        # The verdict uses the same lines as the projected bar: the user's configured thresholds.
+        # One verdict engine for this tab and `sparktop plan`: the user's lines where the config sets its own,
+        # else the reference's, scaled to the pool (verdict.plan_lines); the bar draws the same lines.
         self.evaluation = (
             evaluate(self.plan, baseline, ctx.safe_bytes, ctx.max_bytes) if self.plan is not None else None
         )
@@ -356,8 +357,12 @@ class WhatIfPane(Vertical):
         colors = ctx.palette.segments[::-1]  # the other end of the palette from the live consumers
         for i, r in enumerate(self.evaluation.items if self.evaluation else []):
             planned.append(Segment(f"plan:{r.uid}", f"+{r.name}", int(r.total.mid), colors[i % len(colors)]))
+        # The bar draws the lines the verdict used (scaled to a small pool, as `sparktop plan` does).
+        safe, high = ctx.safe_bytes, ctx.max_bytes
+        if self.evaluation is not None:
+            safe, high = int(self.evaluation.lines.safe), int(self.evaluation.lines.aggressive)
         bar = self.query_one("#whatif-bar", BudgetBar)
-        bar.show(accounting, total, ctx.safe_bytes, ctx.max_bytes, ctx.units, ctx.palette, planned=planned)
+        bar.show(accounting, total, safe, high, ctx.units, ctx.palette, planned=planned)
 
     def _draw_plan(self, highlight: int | None) -> None:
         from sparktop.analysis.estimate import GB
