@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from sparktop.analysis.estimate import BANDWIDTH, GB
+from sparktop.analysis.estimate import GB
 from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.catalog.loader import Catalog, load_catalog
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
@@ -216,14 +216,8 @@ def render(ev: Evaluation, verbose: bool = False) -> str:
     out.append(f"  Compute  {ev.compute.verdict.upper():<10}{ev.compute.reason}")
     for extra in ev.compute.reasons[1:]:
         out.append(f"  {'':<19}{extra}")
-    slow = [f"{name} ~{factor:.1f}x" for name, factor in ev.slowed()]
-    if slow:
-        out.append(f"  Slowdown {'':<10}{', '.join(slow)} (expected, while the rest of the plan runs)")
-    shared = [f"{name} ~{tok_s:.1f} tok/s" for name, tok_s in ev.shared_decoding()]
-    if shared:
-        out.append(
-            f"  Decoding {'':<10}all at once: {', '.join(shared)} (they share {BANDWIDTH / GB:.0f} GB/s)"
-        )
+    for title, text in ev.contention_lines():
+        out.append(f"  {title:<9}{'':<10}{text}")
     if ev.notes:
         out.append("")
         out.append("  Notes:")

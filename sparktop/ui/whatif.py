@@ -401,15 +401,11 @@ class WhatIfPane(Vertical):
         compute_reasons = ev.compute.reasons or [ev.compute.reason]
         lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
         lines += [f"{'':9}{escape(extra)}" for extra in compute_reasons[1:]]
-        slow = [f"{name} ~{factor:.1f}x" for name, factor in ev.slowed()]
-        if slow:
-            lines.append(f"[b]Slowdown[/b] {escape(', '.join(slow))} (while the rest of the plan runs)")
         decode = [f"{r.name} ~{r.decode.mid:.1f} tok/s" for r in ev.items if r.decode]
         if decode:
-            lines.append(f"[b]Decode[/b]   {escape(', '.join(decode))}")
-        shared = [f"{name} ~{tok_s:.1f} tok/s" for name, tok_s in ev.shared_decoding()]
-        if shared:
-            lines.append(f"[b]Shared[/b]   {escape(', '.join(shared))} (all decoding at once)")
+            lines.append(f"[b]Decode[/b]   {escape(', '.join(decode))} (alone)")
+        for title, text in ev.contention_lines():
+            lines.append(f"[b]{title}[/b] {escape(text)}")
         if ev.notes:
             lines.append("[b]Notes[/b]")
             lines += [f" · {escape(note)}" for note in ev.notes]

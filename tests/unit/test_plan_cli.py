@@ -111,7 +111,8 @@ def test_decision_matrix(capsys, row):
 def test_scenario_reasons(capsys):
     _, e = run_json(capsys, *SCENARIOS["E"][0])
     assert "ssd-tetris saturates the 48 SMs: interactive inference" in e["reasons"][1]
-    assert all(i["slowdown"] >= 3 for i in e["items"] if i["gpu_use"] != "sustained")
+    # beside a training run an interactive workload is about 2.0-2.4x slower (measured), not 3x
+    assert all(2.0 <= i["slowdown"] <= 2.6 for i in e["items"] if i["gpu_use"] != "sustained")
     _, f = run_json(capsys, *SCENARIOS["F"][0])
     assert f["fit_detail"]["culprit"] == "qwen2.5-coder:32b-instruct-fp16"
     assert 0 < f["fit_detail"]["excess_gb"] < 15  # on the high side: 91 GB against the 80 GB line
@@ -122,7 +123,8 @@ def test_scenario_reasons(capsys):
     assert g["fit_detail"]["culprit"] == "devstral-small-2:24b-instruct-2512-fp16"
     _, two = run_json(capsys, "llama3.1:70b", DEVSTRAL)
     assert "big decoders" in two["compute_detail"]["reason"]
-    assert two["items"][0]["decode_shared_tok_s"]["mid"] < two["items"][0]["decode_tok_s"]["mid"] / 1.8
+    shared, alone = two["items"][0]["decode_shared_tok_s"]["mid"], two["items"][0]["decode_tok_s"]["mid"]
+    assert alone / shared == pytest.approx(2.2, abs=0.05)  # two big decoders: 2.2x each, measured
 
 
 def test_decode_speeds_in_the_output(capsys):
@@ -334,3 +336,23 @@ def test_help_has_the_exit_status_table(isolated):
     table = result.stdout[result.stdout.index("exit status") :]
     for line in ("0  fits", "1  tight", "2  OOM risk", "3  bad input"):
         assert line in table
+
+
+def test_slowdown_and_shared_decode_figures_agree(capsys):
+    """Issue 12 item 13: `7.5 -> 0.8 tok/s` beside `Slowdown ~1.3x` must not happen: every figure printed for
+    a workload comes from the same slowdown."""
+    import re
+
+    main(["--clean", "llama3.1:70b", DEVSTRAL, "llama3.1:8b"])
+    out = capsys.readouterr().out
+    slowdown = next(line for line in out.splitlines() if line.startswith("  Slowdown"))
+    decoding = next(line for line in out.splitlines() if line.startswith("  Decoding"))
+    compute = next(line for line in out.splitlines() if line.startswith("  Compute"))
+    pattern = r"([\w.:-]+) ~[\d.]+x on average, ~([\d.]+)x while"
+    overlap = {name: float(x) for name, x in re.findall(pattern, slowdown)}
+    speeds = re.findall(r"([\w.:-]+) ([\d.]+) -> ([\d.]+) tok/s", decoding)
+    assert len(overlap) == 3 and len(speeds) == 3
+    for name, alone, shared in speeds:
+        assert float(alone) / float(shared) == pytest.approx(overlap[name], rel=0.08), name
+        if name != "llama3.1:8b":  # the summary quotes the same figures for the big decoders
+            assert f"{name} {alone} -> {shared} tok/s" in compute
