@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
     from sparktop.model import Snapshot
 
-SUBCOMMANDS = ("record", "plan")
+SUBCOMMANDS = ("record", "plan", "serve", "web")
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_plan(args[1:])
     if args and args[0] == "record":
         return _run_record(args[1:])
+    if args and args[0] == "serve":
+        from sparktop import serve_cli
+
+        return serve_cli.main(args[1:])
     parser = _main_parser()
     opts = parser.parse_args(args)
     for name in ("interval", "safe", "max"):
