@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
-        help=f"where to listen (default {DEFAULT_LISTEN}: this machine only; 0.0.0.0:{DEFAULT_PORT} exposes it)",
+        help=f"where to listen (default {DEFAULT_LISTEN}, this machine only; 0.0.0.0:PORT exposes it)",
     )  # fmt: skip
     add_line_arguments(parser)
     add_source_arguments(parser)

@@ -26,7 +26,16 @@ from sparktop.model import SNAPSHOT_VERSION, ContainerInfo, Snapshot
 MIB = 1024**2
 PRESSURE_LEVEL_VALUE = {PressureLevel.OK: 0, PressureLevel.WARN: 1, PressureLevel.CRITICAL: 2}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-CONSUMER_LABELS = ["host", "kind", "consumer", "container", "compose_project", "compose_service", "process", "pid"]
+CONSUMER_LABELS = [
+    "host",
+    "kind",
+    "consumer",
+    "container",
+    "compose_project",
+    "compose_service",
+    "process",
+    "pid",
+]
 
 
 def plain(value: object) -> str:
@@ -76,7 +85,9 @@ def render(state: NodeState, age_s: float | None) -> Iterator[Metric]:
     yield stamp
     if age_s is not None:
         age = _gauge(
-            "sparktop_snapshot_age_seconds", "Seconds since the exporter published its latest snapshot", ["host"]
+            "sparktop_snapshot_age_seconds",
+            "Seconds since the exporter published its latest snapshot",
+            ["host"],
         )
         age.add_metric(h, age_s)
         yield age
@@ -130,13 +141,17 @@ def render(state: NodeState, age_s: float | None) -> Iterator[Metric]:
         yield cpu
         yield gpu
         unattributed = _gauge(
-            "sparktop_unattributed_bytes", "Used memory no consumer explains (kernel, driver, page cache)", ["host"]
+            "sparktop_unattributed_bytes",
+            "Used memory no consumer explains (kernel, driver, page cache)",
+            ["host"],
         )
         unattributed.add_metric(h, acct.unattributed)
         yield unattributed
         if acct.gpu_outside_pool:
             outside = _gauge(
-                "sparktop_gpu_outside_pool_bytes", "GPU memory of a discrete GPU (not in the host pool)", ["host"]
+                "sparktop_gpu_outside_pool_bytes",
+                "GPU memory of a discrete GPU (not in the host pool)",
+                ["host"],
             )
             outside.add_metric(h, acct.gpu_outside_pool)
             yield outside
@@ -155,7 +170,11 @@ def render(state: NodeState, age_s: float | None) -> Iterator[Metric]:
                 f"PSI memory '{kind}': share of time tasks stalled on memory, averaged over the window",
                 ["host", "window"],
             )
-            for window, value in (("10s", psi_line.avg10), ("60s", psi_line.avg60), ("300s", psi_line.avg300)):
+            for window, value in (
+                ("10s", psi_line.avg10),
+                ("60s", psi_line.avg60),
+                ("300s", psi_line.avg300),
+            ):
                 ratio.add_metric([host, window], value / 100)
             yield ratio
             stalled = CounterMetricFamily(
@@ -216,7 +235,9 @@ def _consumer_labels(
 def _gpu_metrics(snap: Snapshot, host: str) -> Iterator[Metric]:
     labels = ["host", "gpu", "name", "uuid"]
     families = {
-        "util": _gauge("sparktop_gpu_utilization_ratio", "GPU utilisation (share of time a kernel ran)", labels),
+        "util": _gauge(
+            "sparktop_gpu_utilization_ratio", "GPU utilisation (share of time a kernel ran)", labels
+        ),
         "clock": _gauge("sparktop_gpu_sm_clock_hertz", "GPU SM clock", labels),
         "temp": _gauge("sparktop_gpu_temperature_celsius", "GPU temperature", labels),
         "power": _gauge("sparktop_gpu_power_watts", "GPU power draw", labels),
@@ -229,7 +250,7 @@ def _gpu_metrics(snap: Snapshot, host: str) -> Iterator[Metric]:
     fb_labels = ["gpu", "device"]
     fb_used = _gauge(
         "DCGM_FI_DEV_FB_USED",
-        "Framebuffer memory used (in MiB); derived by sparktop from the unified pool: MemTotal - MemAvailable",
+        "Framebuffer memory used (in MiB); derived by sparktop from the unified pool: MemTotal-MemAvailable",
         fb_labels,
     )
     fb_free = _gauge(

@@ -39,7 +39,7 @@ class _ThreadingServer6(_ThreadingServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Scrapes every few seconds would fill the terminal; errors reach the client as HTTP statuses."""
 
 
@@ -91,7 +91,10 @@ class ExporterApp:
             return _reply(start_response, "503 Service Unavailable", b"no snapshot yet\n")
         age = self.loop.age_s() or 0.0
         # The body is exactly `--once --json`; how old it is travels in a header, outside the schema.
-        headers = [("X-Sparktop-Age-Seconds", f"{age:.3f}"), ("X-Sparktop-Interval", f"{self.loop.interval:g}")]
+        headers = [
+            ("X-Sparktop-Age-Seconds", f"{age:.3f}"),
+            ("X-Sparktop-Interval", f"{self.loop.interval:g}"),
+        ]
         return _reply(start_response, "200 OK", state.snapshot_json(), "application/json", extra=headers)
 
     def _health(self, start_response: StartResponse) -> Iterable[bytes]:
@@ -128,7 +131,9 @@ class ExporterServer:
     def __init__(self, loop: SamplingLoop, host: str = "127.0.0.1", port: int = 9877) -> None:
         self.app = ExporterApp(loop)
         server_class = _ThreadingServer6 if ":" in host else _ThreadingServer
-        self._server = make_server(host, port, self.app, server_class=server_class, handler_class=_QuietHandler)
+        self._server = make_server(
+            host, port, self.app, server_class=server_class, handler_class=_QuietHandler
+        )
         self._thread: threading.Thread | None = None
 
     @property
@@ -144,7 +149,10 @@ class ExporterServer:
     def start(self) -> None:
         # A short poll so shutdown() returns quickly (the default waits up to 0.5 s).
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="sparktop-http", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="sparktop-http",
+            daemon=True,
         )
         self._thread.start()
 

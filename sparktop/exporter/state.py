@@ -98,7 +98,9 @@ class SamplingLoop:
 
     def _analyse(self, snapshot: Snapshot) -> NodeState:
         if snapshot.accounting is None:
-            snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
+            snapshot.accounting = account(
+                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
+            )
         self.history.add(snapshot)
         assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
         creep = detect_creep(
