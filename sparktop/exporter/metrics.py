@@ -13,14 +13,14 @@ MemAvailable, so GPU dashboards built on DCGM show the pool the GPU allocates fr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from sparktop import __version__
 from sparktop.analysis.pressure import PressureLevel
-from sparktop.exporter.state import NodeState
+from sparktop.exporter.state import NodeState, SamplingLoop
 from sparktop.model import SNAPSHOT_VERSION, ContainerInfo, Snapshot
 
 MIB = 1024**2
@@ -46,9 +46,8 @@ def plain(value: object) -> str:
 class SparktopCollector(Collector):
     """`collect()` yields the families of `latest()`; nothing at all before the first state."""
 
-    def __init__(self, latest: Callable[[], NodeState | None], age: Callable[[], float | None]) -> None:
-        self._latest = latest
-        self._age = age
+    def __init__(self, loop: SamplingLoop) -> None:
+        self._loop = loop
 
     def describe(self) -> list[Metric]:
         # An empty description keeps the registry from calling collect() at registration.
@@ -56,10 +55,11 @@ class SparktopCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield _info()
-        state = self._latest()
+        loop = self._loop
+        state = loop.latest
         if state is None:
             return
-        yield from render(state, self._age())
+        yield from render(state, loop.age_s(), loop.interval)
 
 
 def _info() -> Metric:
@@ -74,7 +74,7 @@ def _gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, labels=labels)
 
 
-def render(state: NodeState, age_s: float | None) -> Iterator[Metric]:
+def render(state: NodeState, age_s: float | None, interval_s: float) -> Iterator[Metric]:
     snap = state.snapshot
     host = plain(snap.hostname or "unknown")
     h = [host]
@@ -91,6 +91,9 @@ def render(state: NodeState, age_s: float | None) -> Iterator[Metric]:
         )
         age.add_metric(h, age_s)
         yield age
+    interval = _gauge("sparktop_sample_interval_seconds", "Seconds between the exporter's samples", ["host"])
+    interval.add_metric(h, interval_s)
+    yield interval
     errors = _gauge("sparktop_collect_errors", "Problems met while collecting the latest snapshot", ["host"])
     errors.add_metric(h, len(snap.errors))
     yield errors
@@ -241,6 +244,7 @@ def _gpu_metrics(snap: Snapshot, host: str) -> Iterator[Metric]:
         "clock": _gauge("sparktop_gpu_sm_clock_hertz", "GPU SM clock", labels),
         "temp": _gauge("sparktop_gpu_temperature_celsius", "GPU temperature", labels),
         "power": _gauge("sparktop_gpu_power_watts", "GPU power draw", labels),
+        "sms": _gauge("sparktop_gpu_sm_count", "Streaming multiprocessors of the GPU", labels),
     }
     energy = CounterMetricFamily(
         "sparktop_gpu_energy_joules", "GPU energy consumed since the driver loaded", labels=labels
@@ -268,6 +272,8 @@ def _gpu_metrics(snap: Snapshot, host: str) -> Iterator[Metric]:
             families["temp"].add_metric(values, gpu.temperature_c)
         if gpu.power_w is not None:
             families["power"].add_metric(values, gpu.power_w)
+        if gpu.sm_count is not None:
+            families["sms"].add_metric(values, gpu.sm_count)
         if gpu.energy_j is not None:
             energy.add_metric(values, gpu.energy_j)
         if gpu.unified_memory:

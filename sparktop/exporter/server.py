@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from sparktop import __version__
 from sparktop.exporter.metrics import SparktopCollector
-from sparktop.exporter.state import SamplingLoop
+from sparktop.exporter.state import SamplingLoop, stale_after_s
 
 MAX_CONCURRENT = 16
 READ_METHODS = ("GET", "HEAD")
@@ -43,18 +43,13 @@ class _QuietHandler(WSGIRequestHandler):
         """Scrapes every few seconds would fill the terminal; errors reach the client as HTTP statuses."""
 
 
-def stale_after_s(interval: float) -> float:
-    """How old the latest state may get before the node counts as stale: three missed ticks, at least 10 s."""
-    return max(10.0, 3 * interval)
-
-
 class ExporterApp:
     """The WSGI application. Read-only: only GET and HEAD, on three paths."""
 
     def __init__(self, loop: SamplingLoop) -> None:
         self.loop = loop
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SparktopCollector(lambda: loop.latest, loop.age_s))
+        self.registry.register(SparktopCollector(loop))
         self._metrics = make_wsgi_app(self.registry)
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 

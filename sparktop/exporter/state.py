@@ -25,6 +25,11 @@ from sparktop.model import Snapshot
 CREEP_WINDOW_S = 300.0
 
 
+def stale_after_s(interval: float | None) -> float:
+    """A node's latest sample counts as stale after three missed ticks, and never before 10 s."""
+    return max(10.0, 3 * (interval or 1.0))
+
+
 @dataclass
 class NodeState:
     """One tick, analysed. Never mutated after it is published."""
@@ -90,10 +95,15 @@ class SamplingLoop:
         except Exception as exc:  # a source must not take the exporter down
             self.last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return self.latest
-        state = self._analyse(snapshot)
-        self.latest = state  # one reference swap: readers see the old or the new state, never a mix
+        state = self.ingest(snapshot)
         self.last_error = None
         self.tick_costs.append(time.monotonic() - started)
+        return state
+
+    def ingest(self, snapshot: Snapshot) -> NodeState:
+        """Analyse one snapshot and publish it as `latest`."""
+        state = self._analyse(snapshot)
+        self.latest = state  # one reference swap: readers see the old or the new state, never a mix
         return state
 
     def _analyse(self, snapshot: Snapshot) -> NodeState:
