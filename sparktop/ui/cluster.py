@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 
 from sparktop.cluster.model import ClusterError, NodeView
 from sparktop.config import Config
+from sparktop.exporter.metrics import plain
 from sparktop.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size, unit_size
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
@@ -69,13 +70,13 @@ def card_text(node: NodeView, width: int, units: str, palette: Palette) -> Text:
     """A node card's content. External text (host names, consumer labels, reasons) goes in as plain Text."""
     width = max(20, width)
     out = Text(no_wrap=False, overflow="fold")
-    out.append(node.host or node.name, "bold")
+    out.append(plain(node.host or node.name), "bold")
     out.append(f"  {node.status.upper()}", STATUS_STYLE.get(node.status, "bold"))
     out.append("\n")
     if node.host and node.host != node.name:
-        out.append(node.name + "\n", "dim")
+        out.append(plain(node.name) + "\n", "dim")
     if node.reason:
-        out.append(node.reason + "\n", "yellow" if node.status == "stale" else "red")
+        out.append(plain(node.reason) + "\n", "yellow" if node.status == "stale" else "red")
     if not node.has_numbers:
         out.append("no data: its numbers are unknown, not zero", "dim")
         return out
@@ -113,12 +114,12 @@ def card_text(node: NodeView, width: int, units: str, palette: Palette) -> Text:
         body.append("top consumers\n", "bold")
         for consumer in node.consumers:
             size = fmt_bytes(consumer.total, units)
-            label = consumer.label[: max(4, width - len(size) - 3)]
+            label = plain(consumer.label)[: max(4, width - len(size) - 3)]
             body.append(f" {label}")
             body.append(" " * max(1, width - len(label) - len(size) - 1) + size + "\n")
     for alert in node.creep:
         body.append("▲ ", f"bold {palette.warn}")
-        body.append(alert.label)
+        body.append(plain(alert.label))
         when = ""
         for name, eta in (("safe", alert.eta_safe_s), ("aggressive", alert.eta_aggressive_s)):
             if eta is not None:
@@ -169,12 +170,12 @@ class NodeCard(Static, can_focus=True):
 def detail_text(node: NodeView, units: str, palette: Palette) -> Text:
     out = Text()
     if node.reason:
-        out.append(node.reason + "\n", "yellow")
+        out.append(plain(node.reason) + "\n", "yellow")
     if not node.has_numbers:
         out.append("no data: its numbers are unknown, not zero\n", "dim")
         return out
     for gpu in node.gpus:
-        out.append(f"GPU {gpu.name}: ", "bold")
+        out.append(f"GPU {plain(gpu.name)}: ", "bold")
         out.append(
             ", ".join(
                 p
@@ -194,7 +195,7 @@ def detail_text(node: NodeView, units: str, palette: Palette) -> Text:
     consumers = snap.accounting.consumers if snap is not None and snap.accounting else []
     out.append(f"\n{'consumer':40} {'CPU side':>11} {'GPU side':>11} {'total':>11}\n", "bold")
     for c in sorted(consumers, key=lambda c: c.total, reverse=True):
-        out.append(f"{c.label[:40]:40}")
+        out.append(f"{plain(c.label)[:40]:40}")
         out.append(
             f" {fmt_bytes(c.cpu_bytes, units):>11} {fmt_bytes(c.gpu_bytes, units):>11} "
             f"{fmt_bytes(c.total, units):>11}\n"
@@ -204,7 +205,7 @@ def detail_text(node: NodeView, units: str, palette: Palette) -> Text:
         out.append(f"{fmt_bytes(snap.accounting.unattributed, units):>11}\n")
     for alert in node.creep:
         out.append("\n▲ creep: ", f"bold {palette.warn}")
-        out.append(f"{alert.label} {fmt_rate(alert.rate_bytes_per_s * 60, units)}")
+        out.append(f"{plain(alert.label)} {fmt_rate(alert.rate_bytes_per_s * 60, units)}")
     return out
 
 
@@ -233,7 +234,7 @@ class NodeDetailScreen(Screen[None]):
         yield Footer()
 
     def show(self, node: NodeView, config: Config, palette: Palette) -> None:
-        head = Text.assemble((node.host or node.name, "bold"), f" ({node.name}) · ")
+        head = Text.assemble((plain(node.host or node.name), "bold"), f" ({plain(node.name)}) · ")
         head.append(node.status.upper(), STATUS_STYLE.get(node.status, "bold"))
         head.append(" · read-only (cluster view)", "dim")
         self.query_one("#detail-head", Static).update(head)
@@ -261,7 +262,9 @@ class NodeWhatIfScreen(Screen[None]):
         self.whatif_context = context
 
     def compose(self) -> ComposeResult:
-        yield Static(f"What-if on {self.node_name} (its live baseline)", id="whatif-node", markup=False)
+        yield Static(
+            f"What-if on {plain(self.node_name)} (its live baseline)", id="whatif-node", markup=False
+        )
         yield WhatIfPane(context=self.whatif_context, id="node-whatif")
         yield Footer()
 
@@ -402,7 +405,7 @@ class ClusterApp(App[None]):
         text.append(" · read-only", "dim")
         if self.error:
             text.append("  ")
-            text.append(self.error, "bold red")
+            text.append(plain(self.error), "bold red")
         self.query_one("#cluster-status", Static).update(text)
 
     # -- actions --------------------------------------------------------------------------------------------
@@ -434,7 +437,9 @@ class ClusterApp(App[None]):
         if node is None:
             return
         if node.snapshot is None or not node.has_numbers:
-            self.notify(f"{node.name}: no live baseline ({node.status})", severity="warning", markup=False)
+            self.notify(
+                f"{plain(node.name)}: no live baseline ({node.status})", severity="warning", markup=False
+            )
             return
         self.push_screen(NodeWhatIfScreen(node.name, lambda: self._whatif_context(node.name)))
 
