@@ -93,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sparktop import serve_cli
 
         return serve_cli.main(args[1:])
+    if args and args[0] == "web":
+        from sparktop import web_cli
+
+        return web_cli.main(args[1:])
     parser = _main_parser()
     opts = parser.parse_args(args)
     for name in ("interval", "safe", "max"):
@@ -125,7 +129,7 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
                 raise SourceError("choose one of --exporter, --demo and --replay")
             # Another process's collector: nothing here can act on that machine's containers.
             opts.read_only = opts.read_only or not opts.exporter_actions
-            source: SnapshotSource = ExporterSource(opts.exporter)
+            source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
         else:
             source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:

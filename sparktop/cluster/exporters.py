@@ -25,11 +25,15 @@ class NodeProblem(Exception):
 
 
 class ExporterSource:
-    """`sample()` = the exporter's latest snapshot. Raises NodeProblem (down, stale, incompatible)."""
+    """`sample()` = the exporter's latest snapshot. Raises NodeProblem (down, stale, incompatible).
 
-    name = "exporter"
+    `name` follows the exporter's own source ("live", "demo", "replay") once it has answered. `local_actions`:
+    the exporter runs on this machine (`sparktop web --allow-actions`), so a live node's containers and
+    processes can be acted on from here."""
 
-    def __init__(self, address: str, timeout: float = 3.0) -> None:
+    def __init__(self, address: str, timeout: float = 3.0, local_actions: bool = False) -> None:
+        self.name = "exporter"
+        self.local_actions = local_actions
         self.address = address
         self.url = base_url(address)
         self.timeout = timeout
@@ -67,6 +71,7 @@ class ExporterSource:
         self.age_s = _float(reply.headers.get("X-Sparktop-Age-Seconds"))
         self.interval_s = _float(reply.headers.get("X-Sparktop-Interval"))
         self.last_timestamp = snapshot.timestamp
+        self.name = snapshot.source
         return snapshot
 
     def close(self) -> None:

@@ -432,7 +432,14 @@ class SparktopApp(App[None]):
             paused=self.paused,
             stale=self.stale_reason or ("end of recording" if self.source_ended else None),
             filter_text=self.query_one(ContainersTable).filter_text,
+            mode=self._web_mode(),
         )
+
+    def _web_mode(self) -> str | None:
+        """In a browser (`sparktop web`) the header says whether this session can act on the machine."""
+        if not self.is_web:
+            return None
+        return "browser · read-only" if self.read_only else "browser · actions allowed"
 
     def _on_theme_changed(self, _theme: object) -> None:
         self._chart_drawn_at = None

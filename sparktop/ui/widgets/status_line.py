@@ -27,8 +27,13 @@ class StatusLine(Widget):
         paused: bool,
         stale: str | None,
         filter_text: str,
+        mode: str | None = None,
     ) -> None:
+        """`mode`: a state shown right after the name (the browser view's "read-only")."""
         text = Text.assemble(("sparktop", "bold"))
+        if mode:
+            text.append("  ")
+            text.append(f" {mode} ", style="bold reverse")
         if snapshot is not None and snapshot.hostname:
             text.append(f" · {snapshot.hostname}")
         text.append(f" · {source}", style="dim")
