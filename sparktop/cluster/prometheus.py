@@ -201,7 +201,7 @@ def _gpus(series: dict[str, Series]) -> list[tuple[GpuLine, dict[str, Any]]]:
         ("sparktop_gpu_temperature_celsius", "temp", 1.0),
         ("sparktop_gpu_power_watts", "power", 1.0),
         ("sparktop_gpu_sm_clock_hertz", "clock", 1e-6),
-        ("sparktop_gpu_sm_count", "sms", 1.0),
+        ("sparktop_gpu_multiprocessors", "sms", 1.0),
     ):
         for labels, value in series.get(name, []):
             entry = found.setdefault(labels.get("gpu", "0"), {"name": labels.get("name", "GPU")})

@@ -244,7 +244,7 @@ def _gpu_metrics(snap: Snapshot, host: str) -> Iterator[Metric]:
         "clock": _gauge("sparktop_gpu_sm_clock_hertz", "GPU SM clock", labels),
         "temp": _gauge("sparktop_gpu_temperature_celsius", "GPU temperature", labels),
         "power": _gauge("sparktop_gpu_power_watts", "GPU power draw", labels),
-        "sms": _gauge("sparktop_gpu_sm_count", "Streaming multiprocessors of the GPU", labels),
+        "sms": _gauge("sparktop_gpu_multiprocessors", "Streaming multiprocessors (SMs) of the GPU", labels),
     }
     energy = CounterMetricFamily(
         "sparktop_gpu_energy_joules", "GPU energy consumed since the driver loaded", labels=labels

@@ -23,8 +23,9 @@ from tests.fixtures.exporters import (
     PrometheusServer,
     free_port,
     get,
+    launch_exporter,
     old_schema_exporter,
-    start_exporter,
+    wait_ready,
 )
 
 
@@ -37,11 +38,14 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    # Started together: each takes a second or two to import on a busy machine.
     nodes = [
-        start_exporter("--demo", "default", "--seed", "1", "--interval", "3600"),
-        start_exporter("--demo", "training", "--seed", "2", "--interval", "3600"),
+        launch_exporter("--demo", "default", "--seed", "1", "--interval", "3600"),
+        launch_exporter("--demo", "training", "--seed", "2", "--interval", "3600"),
     ]
     try:
+        for node in nodes:
+            wait_ready(node)
         with old_schema_exporter() as old:
             workdir = tmp_path_factory.mktemp("prometheus")
             prometheus = PrometheusServer(workdir, [n.address for n in nodes] + [old])
