@@ -66,7 +66,9 @@ def _record_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparktop record",
         description="Append snapshots to a JSONL file, flushed every tick; "
-        "replay with `sparktop --replay FILE`.",
+        "replay with `sparktop --replay FILE`. A recording holds the command line, user and memory of every "
+        "process on the machine (arguments included, passwords or tokens given on a command line too): it is "
+        "created readable by you only (0600); think before sharing it.",
     )
     parser.add_argument("file", type=Path)
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between snapshots (default 1)")
@@ -120,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _open_source_and_run(opts: argparse.Namespace) -> int:
     from sparktop.collect.factory import SourceError, make_source
+    from sparktop.text import visible_lines
 
     try:
         if opts.exporter:
@@ -133,7 +136,7 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
         else:
             source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
-        print(f"sparktop: {exc}", file=sys.stderr)
+        print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2
     try:
         if opts.once:
@@ -144,11 +147,13 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
+    from sparktop.text import json_visible, visible_lines
+
     snapshot = source.sample()
     if as_json:
-        print(snapshot.model_dump_json(indent=2))
+        print(json_visible(snapshot.model_dump_json(indent=2)))
     else:
-        print(summarize(snapshot, units))
+        print(visible_lines(summarize(snapshot, units)))
     return 0
 
 
@@ -175,7 +180,8 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     if snapshot.accounting:
         acct = snapshot.accounting
         for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
-            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(consumer.gpu_bytes, units)
+            gpu_bytes = consumer.gpu_bytes if snapshot.gpu.available else None  # no GPU: "—", not 0
+            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(gpu_bytes, units)
             lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
         unattributed = fmt_bytes(acct.unattributed, units)
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")
@@ -185,11 +191,12 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
 
 def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
     from sparktop.config import load_config
+    from sparktop.text import visible_lines
     from sparktop.ui.app import SparktopApp
 
     config, problems = load_config(opts.config)
-    for problem in problems:
-        print(f"sparktop: {problem} (using defaults)", file=sys.stderr)
+    for problem in problems:  # they quote the file's keys and values
+        print(visible_lines(f"sparktop: {problem} (using defaults)"), file=sys.stderr)
     overrides = {
         "interval": opts.interval,
         "safe_gb": opts.safe,

@@ -122,7 +122,9 @@ def test_browser_view(web: WebServer, browser: webdriver.Chrome) -> None:
     browser.get(web.url + "/")
     _wait("the dashboard", lambda: "Memory pool" in _screen_text(browser))
     shown = _screen_text(browser)
-    assert "browser · read-only" in shown and "Dashboard" in shown and "ssd-tetris-train-1" in shown
+    header = next(line for line in shown.splitlines() if "sparktop" in line)
+    assert "BROWSER" in header and "READ-ONLY" in header and "ACTIONS ALLOWED" not in header
+    assert "Dashboard" in shown and "ssd-tetris-train-1" in shown
 
     before = len(_screen_text(browser))
     browser.find_element("css selector", "#terminal").click()
