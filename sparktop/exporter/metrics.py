@@ -12,7 +12,6 @@ MemAvailable, so GPU dashboards built on DCGM show the pool the GPU allocates fr
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -22,10 +21,10 @@ from sparktop import __version__
 from sparktop.analysis.pressure import PressureLevel
 from sparktop.exporter.state import NodeState, SamplingLoop
 from sparktop.model import SNAPSHOT_VERSION, ContainerInfo, Snapshot
+from sparktop.text import visible
 
 MIB = 1024**2
 PRESSURE_LEVEL_VALUE = {PressureLevel.OK: 0, PressureLevel.WARN: 1, PressureLevel.CRITICAL: 2}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 CONSUMER_LABELS = [
     "host",
     "kind",
@@ -39,8 +38,8 @@ CONSUMER_LABELS = [
 
 
 def plain(value: object) -> str:
-    """A label value as plain text: control characters and bidi overrides made visible as '?'."""
-    return _CONTROL.sub("?", str(value))
+    """A label value as plain text (snapshots are made visible when built; a label built here is too)."""
+    return visible(str(value))
 
 
 class SparktopCollector(Collector):

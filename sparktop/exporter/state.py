@@ -21,6 +21,7 @@ from sparktop.analysis.pressure import PressureAssessment, PressureTracker
 from sparktop.analysis.trend import CreepAlert, detect_creep
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.model import Snapshot
+from sparktop.text import json_visible
 
 CREEP_WINDOW_S = 300.0
 
@@ -47,7 +48,7 @@ class NodeState:
         """`--once --json`'s text for this snapshot, rendered once on first request (not every tick)."""
         if self._json is None:
             # Two concurrent first requests may both render it: the same bytes, so no lock is needed.
-            self._json = (self.snapshot.model_dump_json(indent=2) + "\n").encode()
+            self._json = (json_visible(self.snapshot.model_dump_json(indent=2)) + "\n").encode()
         return self._json
 
 

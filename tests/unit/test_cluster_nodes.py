@@ -116,5 +116,5 @@ def test_hostile_names_stay_plain_text_on_the_card(node: tuple[SamplingLoop, Exp
     (view,) = ExporterNodes([_address(server)], 80 * GB, 100 * GB).fetch()
     palette = next(iter(load_themes()[0].values())).palette
     text = card_text(view, 60, "GiB", palette)
-    assert "[bold red]boom[/] ?[2J" in text.plain and "[link=x]host[/link]" in text.plain
+    assert "[bold red]boom[/] ^[[2J" in text.plain and "[link=x]host[/link]" in text.plain
     assert "\x1b" not in text.plain

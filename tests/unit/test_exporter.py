@@ -149,7 +149,7 @@ def test_label_values_are_plain_text(served: tuple[SamplingLoop, ExporterServer,
     text = get(f"{server.url}/metrics")[2].decode()
     assert "\x1b" not in text and "\u202e" not in text
     names = {lab["container"] for lab, _ in _samples(text)["sparktop_consumer_cpu_bytes"]}
-    assert "evil?[31m?name?x" in names
+    assert "evil^[[31m<U+202E>name^Jx" in names
 
 
 def test_snapshot_json_is_once_json(capsys: pytest.CaptureFixture[str]) -> None:
