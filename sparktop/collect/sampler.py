@@ -217,6 +217,7 @@ class LiveSource:
                     memory=self.cgroups.memory(path) if path else None,
                     pids=container_pids,
                     gpu_bytes=sum(gpu_by_pid.get(pid, 0) for pid in container_pids),
+                    ports=info.get("ports") or [],
                 )
             )
         containers.sort(key=lambda c: (c.label, c.id))

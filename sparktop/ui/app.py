@@ -20,7 +20,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -28,8 +28,10 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from sparktop.analysis.accounting import account
+from sparktop.analysis.headroom import engine_headroom
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
+from sparktop.analysis.served import model_rows, split_models
 from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
@@ -44,6 +46,7 @@ from sparktop.ui.widgets.consumer_summary import ConsumerSummary
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.history_chart import HistoryChart
+from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
 from sparktop.ui.widgets.tables import (
@@ -94,6 +97,7 @@ class SparktopApp(App[None]):
         Binding("2", "show_tab('containers')", "Containers", show=False),
         Binding("3", "show_tab('processes')", "Processes", show=False),
         Binding("4,w", "show_tab('whatif')", "What-if", show=False),
+        Binding("5", "show_tab('models')", "Models", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("s", "stop_container", "Stop"),
         Binding("S", "stop_project", "Stop project", show=False),
@@ -202,6 +206,8 @@ class SparktopApp(App[None]):
                 )
             with TabPane("What-if", id="whatif"):
                 yield WhatIfPane(context=self._whatif_context, id="whatif-pane")
+            with TabPane("Models", id="models"), VerticalScroll():
+                yield ModelsPanel(id="models-panel")
         yield Input(placeholder="filter containers and processes (Enter keeps, Esc clears)", id="filter")
         yield Static("", id="too-small")
         yield Footer()
@@ -371,7 +377,8 @@ class SparktopApp(App[None]):
         assert accounting is not None
         total = snapshot.memory.total
         bar = self.query_one(BudgetBar)
-        bar.show(accounting, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
+        # A model server's slice is split into one segment per loaded model (the rest stays the server's).
+        bar.show(split_models(snapshot) or accounting, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
         self.query_one(WhatIfPane).refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
@@ -380,8 +387,14 @@ class SparktopApp(App[None]):
         assessment = self.assessment
         if assessment is not None:
             self.query_one(PressurePanel).show(
-                snapshot.memory, assessment.level, assessment.reasons, units, palette
+                snapshot.memory,
+                assessment.level,
+                assessment.reasons,
+                units,
+                palette,
+                engine=engine_headroom(snapshot.memory) if snapshot.gpu.unified_memory else None,
             )
+        self.query_one(ModelsPanel).show(*model_rows(snapshot), units, palette.warn)
         if self.query_one(TabbedContent).active == "dashboard":
             self._redraw_chart()
         active = self.query_one(TabbedContent).active

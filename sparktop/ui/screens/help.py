@@ -19,7 +19,7 @@ A live view of the DGX Spark's **one unified memory pool**, shared by the CPU an
 
 | key | action |
 |---|---|
-| `1` `2` `3` | Dashboard, Containers, Processes tab (or click a tab) |
+| `1` `2` `3` `4` `5` | Dashboard, Containers, Processes, What-if, Models tab (or click a tab) |
 | `/` | filter the tables (Enter keeps it, Esc clears it) |
 | `o` / `O` | sort by the next column / reverse the sort (or click a header) |
 | `p` | pause / resume the display (sampling goes on) |
@@ -42,6 +42,11 @@ The **safe 80 GB** and **aggressive 100 GB** lines (decimal GB, `--safe` / `--ma
 fall. The state reads *under safe*, *over safe* or *OVER AGGRESSIVE*.
 
 On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side is counted apart.
+
+A model server (Ollama, vLLM, SGLang, llama.cpp) is split into **one segment per loaded model**, next to
+the server's own remainder. **CUDA free** (under *available*) is what a CUDA program is told is free: on GB10
+the page cache counts as used there, and vLLM refuses to start when its `gpu_memory_utilization` asks for
+more; `sync && echo 3 | sudo tee /proc/sys/vm/drop_caches` frees the cache.
 
 ## Memory pressure
 
