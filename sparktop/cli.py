@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,7 +66,8 @@ def _main_parser() -> argparse.ArgumentParser:
 def _record_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparktop record",
-        description="Append snapshots to a JSONL file, flushed every tick; "
+        description="Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times "
+        "smaller), flushed every tick; "
         "replay with `sparktop --replay FILE`. A recording holds the command line, user and memory of every "
         "process on the machine (arguments included, passwords or tokens given on a command line too): it is "
         "created readable by you only (0600); think before sharing it.",
@@ -190,9 +192,11 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
 
 
 def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
+    import os
+
     from sparktop.config import load_config
+    from sparktop.terminal import dashboard_refusal, terminal_size
     from sparktop.text import visible_lines
-    from sparktop.ui.app import SparktopApp
 
     config, problems = load_config(opts.config)
     for problem in problems:  # they quote the file's keys and values
@@ -209,14 +213,30 @@ def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
             setattr(config, key, value)
     if opts.read_only:
         config.read_only = True
+    recorded_interval = getattr(source, "recorded_interval", None)
+    if opts.interval is None and recorded_interval:
+        config.interval = recorded_interval  # a recording plays at its own pace unless --interval says
     if config.safe_gb >= config.max_gb:
         print(f"sparktop: safe line {config.safe_gb} GB must be below {config.max_gb} GB", file=sys.stderr)
         return 2
+    refusal = dashboard_refusal(os.environ, terminal_size())
+    if refusal is not None:
+        print(f"sparktop: {refusal}", file=sys.stderr)
+        return 2
+    from sparktop.ui.app import SparktopApp
+
     app = SparktopApp(
-        source, config, read_only=config.read_only, startup_messages=problems, on_first_frame=_resume_gc
+        source,
+        config,
+        read_only=config.read_only,
+        startup_messages=problems,
+        on_first_frame=_resume_gc,
+        exit_on_signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
     )
     app.run()
-    return 0
+    # Textual has restored the terminal and printed the traceback of a crash on stderr by now; a crash
+    # (return code 1) or a signal (128 + its number) must not look like success to a script.
+    return app.return_code or 0
 
 
 def _resume_gc() -> None:
@@ -270,6 +290,10 @@ def _run_record(argv: list[str]) -> int:
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2
+    # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
+    # (a compressed one gets its end marker) and the count is reported.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     try:
         count = record(source, opts.file, interval=opts.interval, duration=opts.duration, mode=mode)
     except FileExistsError as exc:
@@ -282,6 +306,10 @@ def _run_record(argv: list[str]) -> int:
         source.close()
     print(f"sparktop record: wrote {count} snapshots to {opts.file}", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _run_plan(argv: list[str]) -> int:
