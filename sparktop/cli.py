@@ -121,13 +121,15 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
+    from sparktop.analysis.accounting import fill_accounting
+    from sparktop.encoding import for_stream, json_for_stream
     from sparktop.text import json_visible, visible_lines
 
-    snapshot = source.sample()
+    snapshot = fill_accounting(source.sample())  # a recording may hold none (or a failed one)
     if as_json:
-        print(json_visible(snapshot.model_dump_json(indent=2)))
+        print(json_for_stream(json_visible(snapshot.model_dump_json(indent=2)), sys.stdout))
     else:
-        print(visible_lines(summarize(snapshot, units)))
+        print(for_stream(visible_lines(summarize(snapshot, units)), sys.stdout))
     return 0
 
 
