@@ -163,7 +163,9 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
         lines.append(f"docker {snapshot.docker.reason}")
     if snapshot.accounting:
         acct = snapshot.accounting
-        for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
+        # By all each holds: a discrete GPU's memory is not in the pool, yet its holders are the news.
+        by_size = sorted(acct.consumers, key=lambda c: c.total + c.device_gpu_bytes, reverse=True)
+        for consumer in by_size[:10]:
             # No GPU: "—", not 0. A discrete GPU's memory is the consumer's too, though not in the pool.
             gpu_bytes = consumer.gpu_bytes + consumer.device_gpu_bytes if snapshot.gpu.available else None
             cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(gpu_bytes, units)
