@@ -17,7 +17,7 @@ from sparktop.collect.nvml import NvmlCollector
 from sparktop.collect.sampler import LiveSource
 from sparktop.model import Snapshot
 from tests.unit.fake_nvml import GIB, MIB, FakeNvml, gb10, h100
-from tests.unit.test_sampler import B, META, FakeDocker, build
+from tests.unit.test_sampler import META, B, FakeDocker, build
 
 HOLDER_PID = 5000
 HOLDER_BYTES = 10_780_000_000  # what the H100 in issue 12 reported for the process
@@ -114,3 +114,20 @@ def test_no_gpu_is_said_too(tmp_path: Path, nvml) -> None:
     snapshot = snapshot_with(tmp_path, nvml(FakeNvml([])))
     assert snapshot.gpu.memory_kind == "no-gpu"
     assert "machine no NVIDIA GPU: host memory only" in summarize(snapshot)
+
+
+def test_the_demos_discrete_box_looks_like_an_h100() -> None:
+    from sparktop.collect.demo import DemoSource
+
+    source = DemoSource("discrete")
+    for _ in range(10):
+        snapshot = source.sample()
+        (gpu,) = snapshot.gpu.gpus
+        assert (gpu.name, gpu.unified_memory, gpu.memory_total) == ("NVIDIA H100 80GB HBM3", False, 81_559 * MIB)
+        held = sum(p.used_bytes or 0 for p in gpu.processes)
+        assert gpu.memory_used is not None and gpu.memory_used == held + 530 * MIB
+        acct = snapshot.accounting
+        assert acct is not None and acct.gpu_outside_pool == held
+        # Host memory holds no GPU allocation: the pool's parts are CPU sides only, and still add up.
+        assert all(c.gpu_bytes == 0 for c in acct.consumers)
+        assert sum(c.total for c in acct.consumers) + acct.unattributed == snapshot.memory.used
