@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
     from sparktop.model import Snapshot
 
-SUBCOMMANDS = ("record", "plan")
+SUBCOMMANDS = ("record", "plan", "serve", "web")
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +53,15 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", help="theme name (default sparktop-dark)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
     parser.add_argument("--read-only", action="store_true", help="disable every container stop and signal")
+    # `sparktop web --allow-actions` lets its sessions act on this machine although they read an exporter.
+    parser.add_argument("--exporter-actions", action="store_true", help=argparse.SUPPRESS)
+    cluster = parser.add_argument_group("cluster view (read-only; see `sparktop serve`)")
+    cluster.add_argument("--cluster", action="store_true", help="every node side by side")
+    cluster.add_argument("--prometheus", metavar="URL", help="read the nodes from this Prometheus server")
+    cluster.add_argument("--nodes", metavar="HOST:PORT,...", help="read the nodes from their exporters")
+    cluster.add_argument(
+        "--exporter", metavar="URL", help="the dashboard of one `sparktop serve` (/snapshot.json), read-only"
+    )
     return parser
 
 
@@ -86,12 +95,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_plan(args[1:])
     if args and args[0] == "record":
         return _run_record(args[1:])
+    if args and args[0] == "serve":
+        from sparktop import serve_cli
+
+        return serve_cli.main(args[1:])
+    if args and args[0] == "web":
+        from sparktop import web_cli
+
+        return web_cli.main(args[1:])
     parser = _main_parser()
     opts = parser.parse_args(args)
     for name in ("interval", "safe", "max"):
         _positive(parser, f"--{name}", getattr(opts, name))
     if opts.json and not opts.once:
         parser.error("--json needs --once")
+    if opts.cluster or opts.prometheus or opts.nodes:
+        return _run_cluster(parser, opts)
     # Start-up makes a few hundred thousand objects that live as long as the dashboard (modules, CSS,
     # widgets); the cyclic GC would walk them again and again (~10 % of the time to the first frame). It
     # comes back on once the first frame is drawn, with those objects frozen out of its way.
@@ -110,7 +129,16 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
     from sparktop.text import visible_lines
 
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        if opts.exporter:
+            from sparktop.cluster.exporters import ExporterSource
+
+            if opts.demo is not None or opts.replay is not None:
+                raise SourceError("choose one of --exporter, --demo and --replay")
+            # Another process's collector: nothing here can act on that machine's containers.
+            opts.read_only = opts.read_only or not opts.exporter_actions
+            source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
+        else:
+            source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2
@@ -231,6 +259,35 @@ def _resume_gc() -> None:
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+
+
+def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
+    from sparktop.config import load_config
+
+    if bool(opts.prometheus) == bool(opts.nodes):
+        parser.error("--cluster needs one of --prometheus URL and --nodes HOST:PORT,...")
+    config, problems = load_config(opts.config)
+    for problem in problems:
+        print(f"sparktop: {problem} (using defaults)", file=sys.stderr)
+    overrides = {"safe_gb": opts.safe, "max_gb": opts.max, "units": opts.units, "theme": opts.theme}
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(config, key, value)
+    if opts.prometheus:
+        from sparktop.cluster.prometheus import PrometheusCluster
+
+        cluster: object = PrometheusCluster(opts.prometheus)
+    else:
+        from sparktop.cluster.exporters import ExporterNodes
+
+        addresses = [a.strip() for a in opts.nodes.split(",") if a.strip()]
+        if not addresses:
+            parser.error("--nodes needs at least one HOST:PORT")
+        cluster = ExporterNodes(addresses, config.safe_bytes, config.max_bytes)
+    from sparktop.ui.cluster import ClusterApp
+
+    ClusterApp(cluster, config, interval=opts.interval or 2.0).run()  # type: ignore[arg-type]
+    return 0
 
 
 def _run_record(argv: list[str]) -> int:
