@@ -28,8 +28,8 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         const="default",
         metavar="SCENARIO",
-        help="a simulated DGX Spark (scenarios: default, audio, training, critical, everything, idle, servers; "
-        "discrete: a workstation with a discrete H100 instead)",
+        help="a simulated DGX Spark (scenarios: default, audio, training, critical, everything, idle, "
+        "servers; discrete: a workstation with a discrete H100 instead)",
     )
     group.add_argument("--replay", metavar="FILE", help="play back a recording made with `sparktop record`")
     group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
