@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from sparktop.cluster.http import FetchError, base_url, fetch
 from sparktop.cluster.model import ConsumerLine, CreepLine, GpuLine, NodeStatus, NodeView
+from sparktop.collect.control import ContainerController
 from sparktop.exporter.state import NodeState, SamplingLoop, stale_after_s
 from sparktop.model import SNAPSHOT_VERSION, Snapshot
 
@@ -73,6 +74,14 @@ class ExporterSource:
         self.last_timestamp = snapshot.timestamp
         self.name = snapshot.source
         return snapshot
+
+    def controller(self) -> ContainerController | None:
+        """Docker on this machine, for a live exporter on this machine whose sessions may act; else None."""
+        if not (self.local_actions and self.name == "live"):
+            return None
+        from sparktop.collect.docker import DockerController
+
+        return DockerController()
 
     def close(self) -> None:
         pass

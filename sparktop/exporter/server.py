@@ -97,7 +97,7 @@ class ExporterApp:
         age = loop.age_s()
         stale = age is None or age > stale_after_s(loop.interval)
         report = {
-            "status": "ok" if not stale else ("ended" if loop.ended else "stale"),
+            "status": "ended" if loop.ended else ("stale" if stale else "ok"),
             "version": __version__,
             "source": getattr(loop.source, "name", type(loop.source).__name__),
             "interval_s": loop.interval,
