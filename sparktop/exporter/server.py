@@ -89,6 +89,8 @@ class ExporterApp:
         headers = [
             ("X-Sparktop-Age-Seconds", f"{age:.3f}"),
             ("X-Sparktop-Interval", f"{self.loop.interval:g}"),
+            ("X-Sparktop-Safe-Bytes", str(state.safe_bytes)),  # the node's own lines, for the cluster view
+            ("X-Sparktop-Aggressive-Bytes", str(state.max_bytes)),
         ]
         return _reply(start_response, "200 OK", state.snapshot_json(), "application/json", extra=headers)
 
