@@ -16,6 +16,7 @@ from sparktop.cli import summarize
 from sparktop.collect.nvml import NvmlCollector
 from sparktop.collect.sampler import LiveSource
 from sparktop.model import Snapshot
+from sparktop.session import Session
 from tests.unit.fake_nvml import GIB, MIB, FakeNvml, gb10, h100
 from tests.unit.test_sampler import META, B, FakeDocker, build
 
@@ -48,7 +49,7 @@ def snapshot_with(tmp_path: Path, collector: NvmlCollector) -> Snapshot:
     # memory can get it named.
     proc.add(HOLDER_PID, "python", cmdline=["python", "serve.py"], rss_pages=1000, pss_kb=4000)
     source = LiveSource(proc_root=proc.root, cgroup_root=cg.root, nvml=collector, docker=FakeDocker(META))
-    return source.sample()
+    return Session().ingest(source.sample())  # the session accounts it
 
 
 def h100_holding() -> FakeNvml:
@@ -119,9 +120,9 @@ def test_no_gpu_is_said_too(tmp_path: Path, nvml) -> None:
 def test_the_demos_discrete_box_looks_like_an_h100() -> None:
     from sparktop.collect.demo import DemoSource
 
-    source = DemoSource("discrete")
+    source, session = DemoSource("discrete"), Session()
     for _ in range(10):
-        snapshot = source.sample()
+        snapshot = session.ingest(source.sample())
         (gpu,) = snapshot.gpu.gpus
         assert (gpu.name, gpu.unified_memory) == ("NVIDIA H100 80GB HBM3", False)
         assert gpu.memory_total == 81_559 * MIB
