@@ -2,7 +2,7 @@
 
     sparktop plan llama3.1:70b faster-whisper-large-v3 && docker compose up -d
 
-Exit status: 0 fits, 1 tight, 2 OOM risk or won't fit, 3 bad input. Workloads are catalog names
+Exit status: see EXIT_STATUS below (also in `sparktop plan --help`). Workloads are catalog names
 (forgiving case, spaces and underscores), optionally with parameters: `llama3.1:70b,context=32768,parallel=2`;
 or a plan file (--file), the same TOML the What-if tab saves. Figures are decimal GB (1e9 bytes).
 """
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 EXIT_FITS, EXIT_TIGHT, EXIT_OOM, EXIT_BAD_INPUT = 0, 1, 2, 3
 EXIT_CODES = {FITS: EXIT_FITS, TIGHT: EXIT_TIGHT, OOM_RISK: EXIT_OOM, WONT_FIT: EXIT_OOM}
+EXIT_STATUS = """exit status (the memory verdict; as a guard: `sparktop plan ... && docker compose up -d`):
+  0  FITS      under the safe line
+  1  TIGHT     between the safe and the aggressive line
+  2  OOM RISK  over the aggressive line, or WON'T FIT in the pool
+  3  BAD INPUT a flag, workload, parameter or plan file that cannot be used (the message says which)"""
 
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
@@ -36,7 +41,9 @@ def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The `plan` subcommand's arguments. Usage errors on this parser exit with 3 (bad input), not argparse's
     2, which here means "OOM risk"."""
-    parser.description = parser.description or __doc__.split("\n\n")[0]
+    parser.description = __doc__.split("\n\n")[0]
+    parser.epilog = EXIT_STATUS
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
         "workloads",
         nargs="*",
@@ -80,18 +87,18 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.error = lambda message: _usage_error(parser, message)  # type: ignore[method-assign]
 
 
-def _lines(args: argparse.Namespace) -> tuple[float | None, float | None]:
+def _lines(args: argparse.Namespace) -> tuple[float | None, float | None, list[str]]:
     """The user's lines in bytes: --safe/--max, else the dashboard's config file when it sets them; None
-    keeps the reference's 80/100 GB."""
-    from sparktop.config import Config, load_config
+    keeps the reference's 80/100 GB (scaled on a small machine). The same rules as the dashboard's
+    (SettingsError naming the flag); the config file's problems are returned to be reported."""
+    from sparktop.settings.config import apply_overrides, load_config
 
-    config, _problems = load_config()
-    defaults = Config()
-    safe = (
-        args.safe if args.safe is not None else config.safe_gb if config.safe_gb != defaults.safe_gb else None
-    )
-    high = args.max if args.max is not None else config.max_gb if config.max_gb != defaults.max_gb else None
-    return (safe * GB if safe else None, high * GB if high else None)
+    config, problems = load_config()
+    config = apply_overrides(config, {"safe_gb": ("--safe", args.safe), "max_gb": ("--max", args.max)})
+    chosen = config.model_fields_set
+    safe = config.safe_gb * GB if "safe_gb" in chosen else None
+    high = config.max_gb * GB if "max_gb" in chosen else None
+    return safe, high, problems
 
 
 def _live_snapshot() -> Snapshot:
@@ -247,10 +254,26 @@ def _fail(message: str, as_json: bool, suggestions: list[str] | None = None) -> 
     return EXIT_BAD_INPUT
 
 
+def run(args: argparse.Namespace) -> int:
+    """`sparktop plan` as a subcommand of `sparktop` (see cli.SUBCOMMANDS)."""
+    return run_plan(args)
+
+
+add_arguments = add_plan_arguments
+
+
 def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
     """Run `sparktop plan` with parsed arguments. `baseline_provider` returns the live snapshot (default: a
     LiveSource sample); --clean does without it."""
     as_json = bool(getattr(args, "json", False))
+    from sparktop.settings.files import SettingsError
+
+    try:  # the lines first: a bad --safe/--max is refused before anything is loaded or measured
+        safe, aggressive, problems = _lines(args)
+    except SettingsError as exc:
+        return _fail(str(exc), as_json)
+    for problem in problems:
+        print(f"sparktop plan: config: {problem}", file=sys.stderr)
     user_catalog = getattr(args, "catalog", None)
     if user_catalog is not None and not Path(user_catalog).is_file():
         return _fail(f"no catalog file {user_catalog}", as_json)
@@ -260,6 +283,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
         return _fail(f"cannot load the catalog: {exc}", as_json)
     for error in catalog.errors:
         print(f"sparktop plan: catalog: {error}", file=sys.stderr)
+    problems = [f"config: {p}" for p in problems] + [f"catalog: {e}" for e in catalog.errors]
 
     if getattr(args, "list_filter", None) is not None:
         sys.stdout.write(render_list(catalog, args.list_filter))
@@ -285,10 +309,6 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             print(f"sparktop plan: {fallback_note}", file=sys.stderr)
             baseline = Baseline.clean()
 
-    safe, aggressive = _lines(args)
-    if safe is not None and aggressive is not None and safe >= aggressive:
-        print("sparktop plan: the safe line must be below the aggressive line", file=sys.stderr)
-        return EXIT_BAD_INPUT
     ev = evaluate(plan, baseline, safe, aggressive)
     if fallback_note:
         ev.notes.append(fallback_note)
@@ -298,14 +318,15 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
         except OSError as exc:
             return _fail(f"cannot write {args.save}: {exc.strerror or exc}", as_json)
     if as_json:
-        print(json.dumps(ev.to_dict(), indent=2))
+        # Problems in the user's files travel with the answer, so a script sees why a default was used.
+        print(json.dumps({**ev.to_dict(), "errors": problems}, indent=2))
     else:
         sys.stdout.write(render(ev, verbose=getattr(args, "verbose", False)))
     return EXIT_CODES[ev.fit.verdict]
 
 
 def main(argv: Sequence[str] | None = None, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sparktop plan")
+    parser = argparse.ArgumentParser(prog="sparktop plan")  # for tests and `python -m sparktop.plan_cli`
     add_plan_arguments(parser)
     args = parser.parse_args(list(argv) if argv is not None else None)
     return run_plan(args, baseline_provider)

@@ -31,9 +31,9 @@ from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource, SourceExhausted
-from sparktop.config import Config
 from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.settings.config import Config
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane

@@ -19,9 +19,9 @@ from textual.cache import LRUCache
 from textual.widgets import DataTable
 
 from sparktop.analysis.accounting import process_key
-from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 from sparktop.format import fmt_bytes, fmt_rate
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 
 T = TypeVar("T")
 
