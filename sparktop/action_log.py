@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
+from sparktop.settings.files import state_dir
+
 
 def default_log_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "sparktop" / "actions.log"
+    return state_dir() / "actions.log"
 
 
 class ActionLog:

@@ -27,9 +27,9 @@ User catalog format (the same tables as the built-in files):
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -37,15 +37,29 @@ from typing import Any
 
 from sparktop.analysis.estimate import GB, Architecture
 from sparktop.catalog import discovery as disc
-from sparktop.catalog.params import SPECS, canonical_key, coerce, engine_from_kind, norm_token
+from sparktop.catalog.params import (
+    MAX_MEMORY_GB,
+    SPECS,
+    canonical_key,
+    coerce,
+    engine_from_kind,
+    norm_token,
+)
+from sparktop.settings import files
+from sparktop.settings.catalog import CatalogFile, DiscoverySettings, read_catalog_file, read_discovery
+from sparktop.settings.files import KeyLines, SettingsError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_FILES = ("quants.toml", "models.toml", "reference.toml")
 
 
-def user_catalog_path(environ: Mapping[str, str] = os.environ) -> Path:
+def user_catalog_path(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_CONFIG_HOME/sparktop/catalog.toml; `environ` (tests, a caller's own environment) overrides the
+    process's variables the way platformdirs reads them."""
+    if environ is None or environ is os.environ:
+        return files.user_catalog_path()
     base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
-    return Path(base) / "sparktop" / "catalog.toml"
+    return Path(base) / files.APP_NAME / "catalog.toml"
 
 
 # --- what the catalog holds ---------------------------------------------------------------------------------
@@ -113,14 +127,8 @@ class CatalogEntry:
         return self.source.startswith("local:")
 
 
-class CatalogError(ValueError):
-    """One bad entry: where it is and what is wrong."""
-
-    def __init__(self, file: str, line: int | None, field_name: str | None, message: str) -> None:
-        self.file, self.line, self.field, self.message = file, line, field_name, message
-        where = f"{file}:{line}" if line else file
-        what = f"field '{field_name}': " if field_name else ""
-        super().__init__(f"{where}: {what}{message}")
+class CatalogError(SettingsError):
+    """One bad entry: where it is and what is wrong (`FILE:LINE: key: message`)."""
 
 
 def parse_gb_range(value: Any) -> tuple[float, float, float]:
@@ -148,8 +156,12 @@ def parse_gb_range(value: Any) -> tuple[float, float, float]:
             nums = [nums[0], (nums[0] + nums[1]) / 2, nums[1]]
     else:
         raise ValueError("expected a number of GB or a [low, high] list")
+    if not all(math.isfinite(n) for n in nums):
+        raise ValueError("must be finite numbers of GB (not nan or inf)")
     if any(n < 0 for n in nums) or not nums[0] <= nums[1] <= nums[2]:
         raise ValueError("expected 0 <= low <= mid <= high")
+    if nums[2] > MAX_MEMORY_GB:
+        raise ValueError(f"must be at most {MAX_MEMORY_GB:g} GB")
     return nums[0], nums[1], nums[2]
 
 
@@ -345,56 +357,12 @@ class Catalog:
         return out, problems
 
 
-# --- reading TOML with line numbers -------------------------------------------------------------------------
-
-
-def header_lines(text: str, table: str) -> list[int]:
-    pattern = re.compile(r"^\s*\[\[\s*" + re.escape(table) + r"\s*\]\]")
-    return [i + 1 for i, line in enumerate(text.splitlines()) if pattern.match(line)]
-
-
-def key_line(text: str, start: int | None, key: str) -> int | None:
-    """The line of `key = ...` in the table that starts at line `start` (1-based)."""
-    if start is None:
-        return None
-    lines = text.splitlines()
-    pattern = re.compile(r"^\s*[\"']?" + re.escape(key) + r"[\"']?\s*=")
-    for i in range(start, len(lines)):
-        if lines[i].lstrip().startswith("["):
-            break
-        if pattern.match(lines[i]):
-            return i + 1
-    return start
-
-
-def _table_line(text: str, table: str) -> int | None:
-    pattern = re.compile(r"^\s*\[\s*" + re.escape(table) + r"\s*\]")
-    return next((i + 1 for i, line in enumerate(text.splitlines()) if pattern.match(line)), None)
-
-
-_TOML_POS = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)")
-
-
-def toml_error(exc: tomllib.TOMLDecodeError, text: str) -> tuple[int | None, str]:
-    """(line, message) of a TOML syntax error; "end of document" is the last line."""
-    m = _TOML_POS.search(str(exc))
-    message = _TOML_POS.sub("", str(exc)).strip()
-    if m is None:
-        return None, message
-    return (int(m.group(1)) if m.group(1) else max(1, len(text.splitlines()))), message
-
-
 def read_toml(path: Path) -> tuple[dict[str, Any], str]:
-    """Parse a TOML file; CatalogError (with the line) if it is not valid TOML."""
+    """Parse a TOML file; CatalogError (with the line) if it cannot be read, is not UTF-8 or not TOML."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        line, message = toml_error(exc, text)
-        raise CatalogError(str(path), line, None, f"invalid TOML: {message}") from None
+        return files.read_toml(path)
+    except SettingsError as exc:
+        raise CatalogError(exc.file, exc.line, exc.key, exc.message) from None
 
 
 # --- building the catalog -----------------------------------------------------------------------------------
@@ -424,17 +392,14 @@ class _Source:
 
     def __init__(self, catalog: Catalog, path: Path, text: str, label: str) -> None:
         self.catalog, self.path, self.text, self.label = catalog, path, text, label
-        self.headers: dict[str, list[int]] = {}
+        self.lines = KeyLines(text)
 
-    def header(self, table: str, index: int) -> int | None:
-        lines = self.headers.setdefault(table, header_lines(self.text, table))
-        return lines[index] if index < len(lines) else None
+    def header(self, *table: str | int) -> int | None:
+        """The line of a table: header("workload", 2), header("model", 0, "ollama", 1)."""
+        return self.lines.line(table)
 
-    def error(
-        self, table: str, index: int, field_name: str | None, message: str, start: int | None = None
-    ) -> None:
-        start = start if start is not None else self.header(table, index)
-        line = key_line(self.text, start, field_name) if field_name else start
+    def error(self, table: tuple[str | int, ...], field_name: str | None, message: str) -> None:
+        line = self.lines.line((*table, field_name) if field_name else table)
         self.catalog.errors.append(str(CatalogError(self.label, line, field_name, message)))
 
 
@@ -459,7 +424,7 @@ def _load_quants(src: _Source, data: Mapping[str, Any]) -> None:
                 name, bits, _aliases(raw.get("aliases")), int(ftype) if ftype is not None else None
             )
         except (KeyError, TypeError, ValueError) as exc:
-            src.error("quant", i, exc.args[0] if isinstance(exc, KeyError) else None, f"bad quant: {exc}")
+            src.error(("quant", i), exc.args[0] if isinstance(exc, KeyError) else None, f"bad quant: {exc}")
     for i, raw in enumerate(data.get("kv_dtype", [])):
         try:
             cat.kv_dtypes[raw["name"]] = KvDtype(
@@ -467,7 +432,7 @@ def _load_quants(src: _Source, data: Mapping[str, Any]) -> None:
             )
         except (KeyError, TypeError, ValueError) as exc:
             src.error(
-                "kv_dtype", i, exc.args[0] if isinstance(exc, KeyError) else None, f"bad KV type: {exc}"
+                ("kv_dtype", i), exc.args[0] if isinstance(exc, KeyError) else None, f"bad KV type: {exc}"
             )
 
 
@@ -479,7 +444,7 @@ def _load_models(src: _Source, data: Mapping[str, Any], source: str) -> None:
         try:
             spec, tags = _model_from_raw(cat, raw)
         except _FieldError as exc:
-            src.error("model", i, exc.field, exc.message)
+            src.error(("model", i), exc.field, exc.message)
             continue
         spec.source = source
         cat.models[spec.name] = spec
@@ -496,21 +461,13 @@ def _load_models(src: _Source, data: Mapping[str, Any], source: str) -> None:
                 origin=f"{src.label}:{src.header('model', i)}",
             ),
         )
-        start = src.header("model", i)
-        tag_lines = [n for n in header_lines(src.text, "model.ollama") if start and n > start]
         for j, tag in enumerate(tags):
             try:
                 entry = _ollama_entry(cat, spec, tag)
             except _FieldError as exc:
-                src.error(
-                    "model.ollama",
-                    j,
-                    exc.field,
-                    exc.message,
-                    start=tag_lines[j] if j < len(tag_lines) else start,
-                )
+                src.error(("model", i, "ollama", j), exc.field, exc.message)
                 continue
-            entry.origin = f"{src.label}:{tag_lines[j] if j < len(tag_lines) else start}"
+            entry.origin = f"{src.label}:{src.header('model', i, 'ollama', j)}"
             _add_entry(cat, entry)
 
 
@@ -655,7 +612,7 @@ def _load_workloads(src: _Source, data: Mapping[str, Any], source: str) -> None:
             continue
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
-            src.error("workload", i, "name", "a workload needs a name")
+            src.error(("workload", i), "name", "a workload needs a name")
             continue
         values, problems = cat.validate_params(raw, ignore=_ENTRY_META)
         try:
@@ -671,13 +628,12 @@ def _load_workloads(src: _Source, data: Mapping[str, Any], source: str) -> None:
                 problems.append(("reference_gb", str(exc)))
         if problems:
             for key, message in problems:
-                src.error("workload", i, key, message)
+                src.error(("workload", i), key, message)
             continue
         existing = cat.find(name) if name not in cat.entries else cat.entries[name]
         if existing is None and "memory_gb" not in values and "model" not in values:
             src.error(
-                "workload",
-                i,
+                ("workload", i),
                 "name",
                 f"{name!r} is not in the catalog: a new workload needs memory_gb or a model",
             )
@@ -737,6 +693,10 @@ def _add_local(cat: Catalog, models: Iterable[disc.LocalModel]) -> None:
         _add_entry(cat, entry)
 
 
+def _user_dir(path: str | None) -> Path | None:
+    return Path(os.path.expanduser(path)) if path else None
+
+
 def load_catalog(
     user_file: Path | bool | None = None,
     *,
@@ -758,58 +718,44 @@ def load_catalog(
         _load_workloads(src, data, "reference" if fname == "reference.toml" else "builtin")
 
     user_path = user_catalog_path(env) if user_file is None or user_file is True else user_file
-    user_data: dict[str, Any] = {}
+    user = CatalogFile()
     user_src: _Source | None = None
     if isinstance(user_path, Path) and user_path.is_file():
         try:
             user_data, text = read_toml(user_path)
-            user_src = _Source(cat, user_path, text, str(user_path))
-            cat.files.append(str(user_path))
         except CatalogError as exc:
             cat.errors.append(str(exc))
+        else:
+            user_src = _Source(cat, user_path, text, str(user_path))
+            cat.files.append(str(user_path))
+            user, problems = read_catalog_file(user_data, str(user_path), text)
+            cat.errors += [str(p) for p in problems]
+    settings, skip = DiscoverySettings(), set()
     if user_src is not None:
-        _load_quants(user_src, user_data)
-        _load_models(user_src, user_data, "user")
+        _load_quants(user_src, user.model_dump())
+        _load_models(user_src, user.model_dump(), "user")
+        settings, problems, skip = read_discovery(user.discovery, user_src.label, user_src.text)
+        cat.errors += [str(p) for p in problems]
 
-    settings = user_data.get("discovery", {}) if isinstance(user_data.get("discovery"), dict) else {}
-    gguf_dirs = settings.get("gguf_dirs", [])
-    if not (isinstance(gguf_dirs, list) and all(isinstance(d, str) for d in gguf_dirs)):
-        if user_src is not None:
-            line = key_line(user_src.text, _table_line(user_src.text, "discovery"), "gguf_dirs")
-            cat.errors.append(
-                str(CatalogError(user_src.label, line, "gguf_dirs", "expected a list of paths"))
-            )
-        gguf_dirs = []
     if local_models is not None:
         _add_local(cat, local_models)
-    elif discover and settings.get("enabled", True) is not False:
+    elif discover and settings.enabled:
         found = disc.discover(
             env,
-            ollama_dir=Path(os.path.expanduser(settings["ollama_models"]))
-            if settings.get("ollama_models")
-            else None,
-            hf_cache=Path(os.path.expanduser(settings["hf_cache"])) if settings.get("hf_cache") else None,
-            gguf_dirs=[*disc.default_gguf_dirs(env), *(Path(os.path.expanduser(p)) for p in gguf_dirs)],
+            ollama_dir=_user_dir(settings.ollama_models),
+            hf_cache=_user_dir(settings.hf_cache),
+            gguf_dirs=[
+                *disc.default_gguf_dirs(env),
+                *(Path(os.path.expanduser(p)) for p in settings.gguf_dirs),
+            ],
             quant_by_file_type=cat.quant_by_file_type(),
+            skip=skip,
         )
         _add_local(cat, found.models)
         cat.errors += [f"discovery: {e}" for e in found.errors]
 
     if user_src is not None:
-        _load_workloads(user_src, user_data, "user")
-        known = {"quant", "kv_dtype", "model", "workload", "discovery"}
-        for key in user_data:
-            if key not in known:
-                cat.errors.append(
-                    str(
-                        CatalogError(
-                            user_src.label,
-                            None,
-                            key,
-                            "unknown table (expected workload, model, quant or discovery)",
-                        )
-                    )
-                )
+        _load_workloads(user_src, user.model_dump(), "user")
     return cat
 
 

@@ -284,7 +284,7 @@ def test_plan_file_errors_name_the_line_and_field(catalog):
     )
     with pytest.raises(PlanError) as err:
         loads_plan(bad_value, catalog, "p.toml")
-    assert str(err.value) == "p.toml:7: field 'batch': expected an integer"
+    assert str(err.value) == "p.toml:7: batch: expected an integer"
 
     with pytest.raises(PlanError) as err:
         loads_plan('[[workload]]\ncontext = 8192\nname = "lama3.1:70b"\n', catalog, "p.toml")
@@ -301,7 +301,7 @@ def test_plan_file_errors_name_the_line_and_field(catalog):
 
     with pytest.raises(PlanError) as err:
         loads_plan('[[workload]]\nname = "ssd-tetris"\nmodel = "gpt-5"\n', catalog, "p.toml")
-    assert str(err.value).startswith("p.toml:3: field 'model': unknown model")
+    assert str(err.value).startswith("p.toml:3: model: unknown model")
 
 
 def test_parameters_that_do_not_apply_are_reported_not_fatal(plan):
