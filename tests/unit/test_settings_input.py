@@ -38,7 +38,7 @@ def user_file(tmp_path: Path, name: str, text: str | bytes) -> Path:
     return path
 
 
-# --- the dashboard's flags ------------------------------------------------------------------------------------
+# --- the dashboard's flags ---
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_record_refuses_bad_numbers(tmp_path, capsys):
     assert not (tmp_path / "r.jsonl").exists()
 
 
-# --- plan's flags -------------------------------------------------------------------------------------------
+# --- plan's flags ---
 
 
 @pytest.mark.parametrize(
@@ -143,7 +143,7 @@ def test_usage_errors_exit_3_everywhere(capsys):
     capsys.readouterr()
 
 
-# --- plan files ---------------------------------------------------------------------------------------------
+# --- plan files ---
 
 
 @pytest.mark.parametrize(
@@ -178,11 +178,11 @@ def test_load_plan_raises_plan_error_for_what_used_to_crash(tmp_path):
         Plan(catalog).add("llama3.1:8b", context="inf")
 
 
-# --- the catalog's [discovery] --------------------------------------------------------------------------------
+# --- the catalog's [discovery] ---
 
 
 def test_one_bad_discovery_key_loses_only_that_source(tmp_path):
-    # `ollama_models = 5` used to raise TypeError out of load_catalog: the What-if tab said `loading…` forever.
+    # `ollama_models = 5` used to raise TypeError out of load_catalog: What-if said `loading…` forever.
     models = tmp_path / "gguf"
     write_gguf(models / "tiny.gguf", tiny_llama_metadata(), tiny_llama_tensors(), data_bytes=10_000)
     store = (
@@ -210,7 +210,7 @@ def test_a_bad_discovery_table_is_reported_and_the_rest_loads(tmp_path):
     assert f"{path}:1: discovery: must be a table, not 3" in cat.errors
 
 
-# --- the one wording and the key lines ------------------------------------------------------------------------
+# --- the one wording and the key lines ---
 
 
 def test_key_lines_follow_tables_arrays_and_dotted_keys():
