@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 from sparktop.analysis.estimate import BANDWIDTH, GB
 from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.catalog.loader import Catalog, load_catalog
+from sparktop.catalog.params import kind_label
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         const="",
         metavar="FILTER",
         dest="list_filter",
-        help="list catalog workloads (matching FILTER) and exit",
+        help="list catalog workloads and exit; FILTER: words, kind:training, source:local",
     )
     parser.add_argument("--save", type=Path, metavar="PLAN.toml", help="also write the plan to this file")
     parser.add_argument(
@@ -141,13 +142,6 @@ def build_plan(catalog: Catalog, workloads: Sequence[str], file: Path | None) ->
 
 
 # --- output -------------------------------------------------------------------------------------------------
-
-
-def kind_label(kind: str, engine: str | None) -> str:
-    """What the KIND column shows: the engine of an inference workload ("llm" for a generic server)."""
-    if kind != "inference":
-        return kind
-    return "llm" if engine in (None, "other") else engine
 
 
 def _g(value: float) -> str:

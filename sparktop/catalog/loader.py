@@ -38,6 +38,7 @@ from typing import Any
 from sparktop.analysis.estimate import GB, Architecture
 from sparktop.catalog import discovery as disc
 from sparktop.catalog.params import (
+    KINDS,
     MAX_MEMORY_GB,
     SPECS,
     canonical_key,
@@ -165,6 +166,20 @@ def parse_gb_range(value: Any) -> tuple[float, float, float]:
     return nums[0], nums[1], nums[2]
 
 
+def parse_filter(text: str) -> tuple[str, str | None, str | None]:
+    """Filter words, with `kind:training` and `source:local` taken out: (words, kind, source)."""
+    words, kind, source = [], None, None
+    for word in text.split():
+        key, _, value = word.partition(":")
+        if key.lower() == "kind" and value:
+            kind = next((k for k in KINDS if k.startswith(value.lower())), value.lower())
+        elif key.lower() == "source" and value:
+            source = value.lower()
+        else:
+            words.append(word)
+    return " ".join(words), kind, source
+
+
 # --- lookups ------------------------------------------------------------------------------------------------
 
 
@@ -242,7 +257,10 @@ class Catalog:
     ) -> list[CatalogEntry]:
         """Entries whose name, aliases or description contain every word of `filter` (case-insensitive);
         `kind` ("inference", "speech", "training", "other") and `source` (prefix: "local", "reference" ...)
-        narrow it further."""
+        narrow it further, and so do `kind:training` and `source:local` written in `filter` (the What-if
+        tab's find box and `sparktop plan --list` take the same text)."""
+        filter, kind_word, source_word = parse_filter(filter)
+        kind, source = kind or kind_word, source or source_word
         words = [name_key(w) for w in filter.split()]
         out = []
         for entry in self.entries.values():

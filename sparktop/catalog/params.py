@@ -307,6 +307,13 @@ def coerce(spec: ParamSpec, value: Any, choices: tuple[str, ...] | list[str] | N
     return out
 
 
+def kind_label(kind: str, engine: str | None) -> str:
+    """What a KIND column shows: the engine of an inference workload ("llm" for a generic server)."""
+    if kind != "inference":
+        return kind
+    return "llm" if engine in (None, "other") else engine
+
+
 def engine_from_kind(value: Any) -> str | None:
     """`kind = "vllm"` in a plan file: the engine it names, if it names one ("other" is a kind)."""
     if not isinstance(value, str):

@@ -24,6 +24,7 @@ from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
 from sparktop.analysis.accounting import account
+from sparktop.catalog.params import kind_label
 from sparktop.model import Accounting, Consumer, Snapshot
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
@@ -47,28 +48,6 @@ class WhatIfContext:
     max_bytes: int
     units: str
     palette: Palette
-
-
-def kind_label(kind: str, engine: str | None) -> str:
-    if kind != "inference":
-        return kind
-    return "llm" if engine in (None, "other") else engine
-
-
-def parse_filter(text: str) -> tuple[str, str | None, str | None]:
-    """Filter words, with `kind:training` and `source:local` narrowing the list."""
-    from sparktop.catalog.params import KINDS
-
-    words, kind, source = [], None, None
-    for word in text.split():
-        key, _, value = word.partition(":")
-        if key.lower() == "kind" and value:
-            kind = next((k for k in KINDS if k.startswith(value.lower())), value.lower())
-        elif key.lower() == "source" and value:
-            source = value.lower()
-        else:
-            words.append(word)
-    return " ".join(words), kind, source
 
 
 def entry_sizes(catalog: Catalog) -> dict[str, float]:
@@ -206,8 +185,7 @@ class WhatIfPane(Vertical):
 
         if self.catalog is None:
             return
-        words, kind, source = parse_filter(self.query_one("#whatif-filter", Input).value)
-        entries = self.catalog.list(words, kind=kind, source=source)
+        entries = self.catalog.list(self.query_one("#whatif-filter", Input).value)
         options = []
         for e in entries:
             size = self.sizes.get(e.name)

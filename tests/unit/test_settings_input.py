@@ -232,3 +232,12 @@ def test_format_problem_is_one_line():
     assert format_problem("f.toml", 3, "batch", "bad\nvalue") == "f.toml:3: batch: bad value"
     assert format_problem("f.toml", None, None, "cannot read") == "f.toml: cannot read"
     assert format_problem(None, None, "--max", "too low") == "--max: too low"
+
+
+def test_plan_list_understands_the_filter_words_the_whatif_tab_advertises(capsys):
+    assert sparktop(["plan", "--no-discover", "--list", "kind:training"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert rows and all(row.split()[1] == "training" for row in rows)
+    assert sparktop(["plan", "--no-discover", "--list", "kind:train tetris"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert rows and all("tetris" in row and row.split()[1] == "training" for row in rows)
