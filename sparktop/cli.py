@@ -101,13 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(importlib.import_module(sub.module).run(opts))
     if opts.json and not opts.once:
         parser.error("--json needs --once")
+    from sparktop.text import visible_lines
+
     try:
         config, problems = settings_from(opts)
     except SettingsError as exc:
-        print(f"sparktop: {exc}", file=sys.stderr)
+        print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
-    for problem in problems:
-        print(f"sparktop: {problem}", file=sys.stderr)
+    for problem in problems:  # they quote the file's keys and values
+        print(visible_lines(f"sparktop: {problem}"), file=sys.stderr)
     # Start-up makes a few hundred thousand objects that live as long as the dashboard (modules, CSS,
     # widgets); the cyclic GC would walk them again and again (~10 % of the time to the first frame). It
     # comes back on once the first frame is drawn, with those objects frozen out of its way.
@@ -138,11 +140,12 @@ def settings_from(opts: argparse.Namespace) -> tuple[Config, list[str]]:
 
 def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: list[str]) -> int:
     from sparktop.collect.factory import SourceError, make_source
+    from sparktop.text import visible_lines
 
     try:
         source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
-        print(f"sparktop: {exc}", file=sys.stderr)
+        print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2
     try:
         if opts.once:
@@ -153,13 +156,15 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Sequence[str] = ()) -> int:
+    from sparktop.text import json_visible, visible_lines
+
     snapshot = source.sample()
     # Problems in the user's files belong with the snapshot's own errors: a script reading the JSON sees them.
     snapshot.errors.extend(f"config: {problem}" for problem in problems)
     if as_json:
-        print(snapshot.model_dump_json(indent=2))
+        print(json_visible(snapshot.model_dump_json(indent=2)))
     else:
-        print(summarize(snapshot, units))
+        print(visible_lines(summarize(snapshot, units)))
     return 0
 
 
@@ -186,7 +191,8 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     if snapshot.accounting:
         acct = snapshot.accounting
         for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
-            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(consumer.gpu_bytes, units)
+            gpu_bytes = consumer.gpu_bytes if snapshot.gpu.available else None  # no GPU: "—", not 0
+            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(gpu_bytes, units)
             lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
         unattributed = fmt_bytes(acct.unattributed, units)
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")

@@ -3,6 +3,9 @@
 Sources (live, demo, replay) produce snapshots; analysis reads them; views draw them. All sizes are bytes,
 all rates per second, all times Unix seconds. A metric the machine cannot report is `None`, and the reason
 is recorded next to it (`GpuState.unsupported`), never a fake 0.
+
+Every string another user or program can set (names, command lines, labels, error messages) is a `VisibleStr`:
+its control characters are made visible when the model is built, so no view can write one to a terminal.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from sparktop.text import VisibleStr
 
 GIB = 1024**3
 GB = 1000**3
@@ -74,8 +79,8 @@ class GpuProcess(_Model):
 
 class GpuState(_Model):
     index: int
-    name: str
-    uuid: str | None = None
+    name: VisibleStr
+    uuid: VisibleStr | None = None
     utilization_pct: float | None = None
     sm_clock_mhz: int | None = None
     temperature_c: float | None = None
@@ -91,15 +96,15 @@ class GpuState(_Model):
     memory_used: int | None = None
     processes: list[GpuProcess] = Field(default_factory=list)
     # metric name -> why it is None ("not supported on this device", "driver error: ...")
-    unsupported: dict[str, str] = Field(default_factory=dict)
+    unsupported: dict[str, VisibleStr] = Field(default_factory=dict)
 
 
 class GpuReport(_Model):
     """Everything NVML said this tick. `available` False means no library, no driver or no GPU."""
 
     available: bool
-    reason: str | None = None
-    driver_version: str | None = None
+    reason: VisibleStr | None = None
+    driver_version: VisibleStr | None = None
     gpus: list[GpuState] = Field(default_factory=list)
 
     @property
@@ -121,15 +126,17 @@ class GpuReport(_Model):
 class ProcessInfo(_Model):
     pid: int
     ppid: int | None = None
-    name: str
-    cmdline: str = ""
-    user: str | None = None
+    name: VisibleStr
+    cmdline: VisibleStr = ""
+    user: VisibleStr | None = None
     rss: int = 0
     pss: int | None = None  # from smaps_rollup, for the top consumers only
     cpu_percent: float | None = None
     container_id: str | None = None  # full 64-hex id (or pod/runtime id) when the process is in a container
     gpu_bytes: int | None = None
     start_time: float | None = None
+    # /proc/PID/stat field 22 (clock ticks after boot): exact, so a signal can tell a reused PID apart.
+    start_ticks: int | None = None
 
 
 class CgroupMemory(_Model):
@@ -150,12 +157,12 @@ class CgroupMemory(_Model):
 class ContainerInfo(_Model):
     id: str
     runtime: Literal["docker", "podman", "kubernetes", "containerd", "unknown"] = "docker"
-    name: str | None = None
-    image: str | None = None
-    status: str | None = None
-    compose_project: str | None = None
-    compose_service: str | None = None
-    cgroup_path: str | None = None
+    name: VisibleStr | None = None
+    image: VisibleStr | None = None
+    status: VisibleStr | None = None
+    compose_project: VisibleStr | None = None
+    compose_service: VisibleStr | None = None
+    cgroup_path: VisibleStr | None = None
     memory: CgroupMemory | None = None
     pids: list[int] = Field(default_factory=list)
     gpu_bytes: int = 0
@@ -173,7 +180,7 @@ class DockerStatus(_Model):
     """Whether names and labels could be fetched; containers appear by cgroup either way."""
 
     available: bool
-    reason: str | None = None
+    reason: VisibleStr | None = None
 
 
 # --- accounting ------------------------------------------------------------------------------------------
@@ -185,7 +192,7 @@ class Consumer(_Model):
     """One slice of `used`: CPU side (cgroup working set or RSS) and GPU side (NVML) kept apart."""
 
     key: str  # stable across ticks: "container:<id>", "process:<pid>:<start>", "host-other", ...
-    label: str
+    label: VisibleStr
     kind: ConsumerKind
     cpu_bytes: int = 0
     gpu_bytes: int = 0
@@ -215,7 +222,7 @@ class Snapshot(_Model):
     version: int = SNAPSHOT_VERSION
     timestamp: float
     source: Literal["live", "demo", "replay"] = "live"
-    hostname: str = ""
+    hostname: VisibleStr = ""
     memory: HostMemory
     gpu: GpuReport
     processes: list[ProcessInfo] = Field(default_factory=list)
@@ -223,4 +230,4 @@ class Snapshot(_Model):
     docker: DockerStatus = Field(default_factory=lambda: DockerStatus(available=False, reason="not probed"))
     accounting: Accounting | None = None
     # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
-    errors: list[str] = Field(default_factory=list)
+    errors: list[VisibleStr] = Field(default_factory=list)

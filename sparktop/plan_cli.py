@@ -21,6 +21,7 @@ from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.catalog.loader import Catalog, load_catalog
 from sparktop.catalog.params import kind_label
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
+from sparktop.text import json_visible, visible_lines
 
 if TYPE_CHECKING:
     from sparktop.model import Snapshot
@@ -242,9 +243,9 @@ def render_list(catalog: Catalog, filter_text: str) -> str:
 
 
 def _fail(message: str, as_json: bool, suggestions: list[str] | None = None) -> int:
-    print(f"sparktop plan: {message}", file=sys.stderr)
+    print(visible_lines(f"sparktop plan: {message}"), file=sys.stderr)
     if as_json:
-        print(json.dumps({"error": message, "suggestions": suggestions or []}))
+        print(json_visible(json.dumps({"error": message, "suggestions": suggestions or []})))
     return EXIT_BAD_INPUT
 
 
@@ -267,7 +268,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     except SettingsError as exc:
         return _fail(str(exc), as_json)
     for problem in problems:
-        print(f"sparktop plan: config: {problem}", file=sys.stderr)
+        print(visible_lines(f"sparktop plan: config: {problem}"), file=sys.stderr)
     user_catalog = getattr(args, "catalog", None)
     if user_catalog is not None and not Path(user_catalog).is_file():
         return _fail(f"no catalog file {user_catalog}", as_json)
@@ -276,11 +277,11 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     except Exception as exc:  # a broken install: say so, do not trace back
         return _fail(f"cannot load the catalog: {exc}", as_json)
     for error in catalog.errors:
-        print(f"sparktop plan: catalog: {error}", file=sys.stderr)
+        print(visible_lines(f"sparktop plan: catalog: {error}"), file=sys.stderr)
     problems = [f"config: {p}" for p in problems] + [f"catalog: {e}" for e in catalog.errors]
 
     if getattr(args, "list_filter", None) is not None:
-        sys.stdout.write(render_list(catalog, args.list_filter))
+        sys.stdout.write(visible_lines(render_list(catalog, args.list_filter)))
         return 0
 
     try:
@@ -300,7 +301,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             baseline = Baseline.from_snapshot(snap)
         except Exception as exc:
             fallback_note = f"live baseline unavailable ({exc}): planned for a clean machine"
-            print(f"sparktop plan: {fallback_note}", file=sys.stderr)
+            print(visible_lines(f"sparktop plan: {fallback_note}"), file=sys.stderr)
             baseline = Baseline.clean()
 
     ev = evaluate(plan, baseline, safe, aggressive)
@@ -313,9 +314,10 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             return _fail(f"cannot write {args.save}: {exc.strerror or exc}", as_json)
     if as_json:
         # Problems in the user's files travel with the answer, so a script sees why a default was used.
-        print(json.dumps({**ev.to_dict(), "errors": problems}, indent=2))
+        print(json_visible(json.dumps({**ev.to_dict(), "errors": problems}, indent=2)))
     else:
-        sys.stdout.write(render(ev, verbose=getattr(args, "verbose", False)))
+        # Workload names come from the command line, plan files and model servers: no raw controls out.
+        sys.stdout.write(visible_lines(render(ev, verbose=getattr(args, "verbose", False))))
     return EXIT_CODES[ev.fit.verdict]
 
 

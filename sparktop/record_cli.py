@@ -14,7 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sparktop.cli import add_source_arguments
 
     parser.description = (
-        "Append snapshots to a JSONL file, flushed every tick; replay with `sparktop --replay FILE`."
+        "Append snapshots to a JSONL file, flushed every tick; replay with `sparktop --replay FILE`. A "
+        "recording holds the command line, user and memory of every process on the machine (arguments "
+        "included, passwords or tokens given on a command line too): it is created readable by you only "
+        "(0600); think before sharing it."
     )
     parser.add_argument("file", type=Path)
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between snapshots (default 1)")

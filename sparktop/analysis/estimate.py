@@ -5,8 +5,10 @@ view can show where the number comes from. Sizes are bytes; the planner prints t
 the unit of the reference's 80 GB / 100 GB lines.
 
 Inference: weights + KV cache + compute buffers + runtime + CUDA context (vLLM instead reserves
-`gpu_memory_utilization` x the pool, whatever the model). Training: weights + gradients + optimizer states
-(+ a frozen reference model for DPO) + activations + logits + framework overhead + CUDA context.
+`gpu_memory_utilization` x the pool, whatever the model). Training: weights + optimizer states (+ a frozen
+reference model for DPO) + the backward pass's peak (activations + loss path, or gradients + optimizer step) +
+allocator slack + CUDA context + the process's CPU side. Each part says which side it lives on (GPU or host):
+one pool on a Spark, two on a machine with a discrete GPU.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ RUNTIME_GB = {
     "vllm": (1.0, 1.5, 3.0),  # Python, torch, tokenizer workers: outside the gpu_memory_utilization pool
     "other": (0.5, 1.0, 2.0),  # a Python server (transformers, TGI, SGLang ...)
 }
-# PyTorch allocator slack, cuBLAS/cuDNN workspaces, dataloader workers (GB), for training.
-FRAMEWORK_GB = (0.5, 1.0, 2.0)
 # vLLM: CUDA graphs and the profiling peak of activations live inside the reservation (GB).
 VLLM_GRAPHS_GB = 1.0
 
@@ -120,6 +120,7 @@ class Part:
     label: str
     bytes: Range
     detail: str = ""
+    side: str = "gpu"  # "gpu": device memory (the pool on a Spark); "host": the process's CPU memory
 
 
 @dataclass
@@ -134,8 +135,12 @@ class Estimate:
     def total(self) -> Range:
         return Range.total(p.bytes for p in self.parts)
 
-    def add(self, label: str, value: Range, detail: str = "") -> None:
-        self.parts.append(Part(label, value, detail))
+    def side_total(self, side: str) -> Range:
+        """What this workload needs on one side: "gpu" (device memory) or "host" (CPU memory)."""
+        return Range.total(p.bytes for p in self.parts if p.side == side)
+
+    def add(self, label: str, value: Range, detail: str = "", side: str = "gpu") -> None:
+        self.parts.append(Part(label, value, detail, side))
 
 
 def fmt_gb(value: float) -> str:
@@ -179,6 +184,8 @@ class Architecture:
     active_params: float = 0.0  # parameters read per token (MoE); 0: all
     sliding_window: int = 0  # tokens kept by sliding-window layers
     sliding_layers: int = 0  # how many layers use the sliding window
+    qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3, Gemma 3)
+    norms_per_layer: int = 2  # RMSNorms per decoder layer (Gemma 2/3 also norm after attention and MLP)
 
     @property
     def is_moe(self) -> bool:
@@ -328,7 +335,7 @@ def estimate_inference(
             f"gpu_memory_utilization {gpu_memory_utilization:g} x {fmt_gb(pool_bytes)} pool, "
             "whatever the model",
         )
-        est.add("process (Python, tokenizer)", runtime, "outside the reservation")
+        est.add("process (Python, tokenizer)", runtime, "outside the reservation", side="host")
         est.add("CUDA context", cuda)
         inside = weights.mid + VLLM_GRAPHS_GB * GB
         room = reserve - inside
@@ -360,7 +367,7 @@ def estimate_inference(
             else:
                 compute = llama_cpp_compute_bytes(arch, context * parallel, flash_attention, ubatch=2048)
                 est.add("activations", Range.spread(compute, 0.6, 1.5), "prefill of 2048 tokens")
-        est.add("runtime", runtime, engine)
+        est.add("runtime", runtime, engine, side="host")
         est.add("CUDA context", cuda)
 
     bpt = decode_bytes_per_token(arch, weights.mid, context, kv_bytes_per_element)
@@ -370,11 +377,43 @@ def estimate_inference(
 
 
 # --- training ----------------------------------------------------------------------------------------------
+#
+# The training estimate is the peak of one training process, counted the way PyTorch holds it: the
+# persistent tensors (weights, optimizer states, a DPO reference), plus the larger of the backward pass's two
+# peaks (every saved activation and the loss path when backward starts; every gradient and the optimizer's
+# temporaries when it ends), plus what the caching allocator keeps above that, the CUDA context, and the
+# process's CPU side. Every term is counted from the architecture; checked against 17 runs measured on an H100
+# (tests/data/measured-h100-training.jsonl, bench/bench_estimator.py).
 
 METHODS = ("sft", "dpo", "lora", "qlora", "dpo-lora", "dpo-qlora")
 PRECISIONS = ("bf16", "fp32", "mixed")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
+# How the loss turns logits into a loss: Hugging Face's cross-entropy upcasts the logits to fp32; a loss in
+# the activation dtype does not (TRL's per-token log-probs for DPO); a fused linear + cross-entropy (Liger,
+# Cut Cross-Entropy) never materialises the logits.
+LOSSES = ("hf", "no-upcast", "fused")
 NF4_BITS = 4.127  # bitsandbytes NF4, block 64, double-quantised absmax
+
+# A CUDA process's memory outside the caching allocator: the context (0.64 GB measured on an H100 with
+# PyTorch 2) plus cuBLAS / cuDNN handles; NVML minus the allocator's reserved peak was 0.80 GB in every run.
+TRAINING_CONTEXT_GB = (0.6, 0.8, 1.1)
+# The training process's own CPU memory: Python, torch, transformers, tokenizer (peak RSS 1.53-1.68 GB in
+# every measured run). On a Spark it comes out of the same pool.
+TRAINING_PROCESS_GB = (1.3, 1.6, 2.2)
+# One DataLoader worker: a forked Python process; its own heap, prefetched batches and the copy-on-write pages
+# it touches.
+DATALOADER_WORKER_GB = (0.2, 0.4, 0.8)
+# The caching allocator keeps freed blocks to reuse them; what it holds above the allocated peak grows with
+# the largest tensor it has had to place: measured 0.08-0.92 x that tensor (median 0.55) over 15 runs.
+ALLOCATOR_SLACK = (0.1, 0.55, 0.95)
+# The count of saved tensors is exact for the kernels it assumes; the band covers kernels that copy a little
+# more or less (a contiguous copy, a fused norm).
+ACTIVATION_BAND = (0.95, 1.0, 1.06)
+
+
+def default_loss(method: str) -> str:
+    """DPO (TRL) computes per-token log-probs in the activation dtype; SFT through transformers upcasts."""
+    return "no-upcast" if method.startswith("dpo") else "hf"
 
 
 def lora_params(arch: Architecture, rank: int) -> float:
@@ -386,30 +425,76 @@ def lora_params(arch: Architecture, rank: int) -> float:
     return float(rank * per_layer * arch.layers)
 
 
-def activation_bytes_per_layer(
-    arch: Architecture, batch: int, seq_len: int, bytes_per_act: float, efficient_attention: bool
+def norm_saved_bytes(hidden: int, act_bytes: float, residual_bytes: float) -> float:
+    """One RMSNorm (Hugging Face): its fp32 input (the upcast, or the fp32 residual itself) and its
+    normalised output in the residual dtype, kept for the weight's gradient; under autocast (an fp32 residual,
+    bf16 activations) also the bf16 copy the next linears read."""
+    cast = act_bytes * hidden if residual_bytes != act_bytes else 0.0
+    return 4.0 * hidden + residual_bytes * hidden + cast
+
+
+def activation_bytes_per_token_layer(
+    arch: Architecture,
+    seq_len: int,
+    act_bytes: float,
+    residual_bytes: float,
+    efficient_attention: bool,
 ) -> float:
-    """What one decoder layer keeps for the backward pass (after Korthikanti et al. 2022, for a gated MLP
-    and grouped-query attention, no dropout):
-    attention: its input, Q, K, V and the output-projection input; the attention scores and softmax
-    (about 2.5 activations per score, a x s^2 x b) unless a memory-efficient kernel keeps only a log-sum-exp;
-    MLP: its input plus gate, up, act(gate) and their product; two RMSNorm inputs in fp32."""
-    s, b, h = seq_len, batch, arch.hidden
+    """What one decoder layer keeps for the backward pass, per token, for a Hugging Face decoder:
+    - its RMSNorms (norm_saved_bytes), and the per-head q/k norms where the model has them (fp32 upcast +
+      normalised output);
+    - attention: Q after RoPE, K, V and the attention output, plus the transposed copy o_proj reads; a
+      memory-efficient kernel keeps only a fp32 log-sum-exp per head, eager attention keeps the fp32 softmax
+      and its copy in the activation dtype for every score (heads x seq per token);
+    - a gated MLP (SwiGLU / GeGLU): gate, act(gate), up and their product, each MLP-wide; an MoE layer keeps
+      that per routed expert, plus each expert's copy of its input and the router's fp32 logits."""
+    h = arch.hidden
     q = arch.heads * arch.head_dim
     kv = arch.kv_heads * arch.head_dim
-    tokens = s * b
-    attn = bytes_per_act * tokens * (h + q + 2 * kv + q)
+    norms = arch.norms_per_layer * norm_saved_bytes(h, act_bytes, residual_bytes)
+    qk_norms = (4.0 + act_bytes) * (q + kv) if arch.qk_norm else 0.0
+    attention = act_bytes * (q + 2 * kv + q + q)
     if efficient_attention:
-        scores = 4.0 * arch.heads * tokens
+        attention += 4.0 * arch.heads
     else:
-        scores = 2.5 * bytes_per_act * arch.heads * s * s * b
+        probs_copy = act_bytes if act_bytes != 4.0 else 0.0
+        attention += arch.heads * seq_len * (4.0 + probs_copy)
     if arch.is_moe:
-        mlp_width = (arch.moe_intermediate or arch.mlp_width) * max(1, arch.experts_active)
+        k = max(1, arch.experts_active)
+        width = arch.moe_intermediate or arch.mlp_width
+        mlp = k * (act_bytes * h + 4 * act_bytes * width) + 4.0 * arch.experts
     else:
-        mlp_width = arch.mlp_width
-    mlp = bytes_per_act * tokens * (h + 4 * mlp_width)
-    norms = 2 * 4.0 * tokens * h
-    return attn + scores + mlp + norms
+        mlp = 4 * act_bytes * arch.mlp_width
+    return norms + qk_norms + attention + mlp
+
+
+def lora_activation_bytes_per_token_layer(arch: Architecture, rank: int, act_bytes: float) -> float:
+    """What adapters add per layer and token: every adapted linear keeps its own copy of its input (the
+    adapter path's dropout / dtype cast) and its rank-r intermediate (fp32 adapters). Adapters shrink the
+    trainable weights, not the activations."""
+    h, q = arch.hidden, arch.heads * arch.head_dim
+    if arch.is_moe:
+        width = (arch.moe_intermediate or arch.mlp_width) * max(1, arch.experts_active)
+        mlp_inputs = 2 * h * max(1, arch.experts_active) + width
+    else:
+        mlp_inputs = 2 * h + arch.mlp_width
+    inputs = 3 * h + q + mlp_inputs  # q, k, v read the normed input; o the attention output; gate, up, down
+    return act_bytes * inputs + 7 * 4.0 * rank
+
+
+def loss_bytes_per_token(arch: Architecture, loss: str, act_bytes: float) -> Range:
+    """The loss path at the start of the backward pass, per token.
+    hf: the fp32 log-softmax kept for backward, its gradient and the gradient of the fp32 logits (3 x 4 B x
+    vocab); no-upcast: the same three in the activation dtype; high side: the training loop still holds the
+    logits it was returned. fused: the logits are made chunk by chunk, the chunk sized to the hidden states;
+    what stays is the fp32 gradient of the hidden states and one chunk."""
+    vocab = arch.vocab
+    if loss == "fused":
+        per = 3 * 4.0 * arch.hidden
+        return Range(per, per, 1.5 * per)
+    elem = 4.0 if loss == "hf" else act_bytes
+    per = 3 * elem * vocab
+    return Range(per, per, per + act_bytes * vocab)
 
 
 def estimate_training(
@@ -423,6 +508,8 @@ def estimate_training(
     gradient_checkpointing: bool = False,
     efficient_attention: bool = True,
     lora_rank: int = 16,
+    loss: str | None = None,
+    dataloader_workers: int = 0,
 ) -> Estimate:
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}")
@@ -430,6 +517,11 @@ def estimate_training(
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
+    loss = loss or default_loss(method)
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(LOSSES)}")
+    if dataloader_workers < 0:
+        raise ValueError("dataloader workers must be 0 or more")
     est = Estimate()
     p = arch.params
     dpo = method.startswith("dpo")
@@ -437,29 +529,33 @@ def estimate_training(
     adapter = adapter if adapter in ("lora", "qlora") else "full"
 
     act_bytes = 4.0 if precision == "fp32" else 2.0
-    # Bytes per parameter of the trained weights and their gradients, and of one optimizer state.
+    # Under autocast the residual stream stays fp32: the embedding is not autocast, the residual adds promote.
+    residual_bytes = 4.0 if precision in ("fp32", "mixed") else 2.0
+    # Bytes per parameter of the trained weights, their gradients and one optimizer state.
     if precision == "bf16":
         w_b, w_note, g_b, state_b = 2.0, "bf16", 2.0, 2.0
     elif precision == "fp32":
         w_b, w_note, g_b, state_b = 4.0, "fp32", 4.0, 4.0
-    else:  # mixed: fp32 master weights, bf16 copies cached by autocast
+    else:  # mixed: fp32 master weights, bf16 copies cached by autocast for the step
         w_b, w_note, g_b, state_b = 6.0, "fp32 master + bf16 autocast copies", 4.0, 4.0
 
-    def optimizer_bytes(n: float, state: float) -> tuple[float, str]:
+    def optimizer_bytes(n: float, state: float) -> tuple[float, float, str]:
+        """States, the step's temporaries (foreach AdamW builds sqrt(v) for every parameter), a note."""
         if optimizer == "adamw":
-            return n * 2 * state, f"AdamW: 2 states x {state:g} B"
+            return n * 2 * state, n * state, f"AdamW: 2 states x {state:g} B"
         if optimizer == "adamw-8bit":
-            return n * 2.0, "8-bit AdamW: 2 states x 1 B"
-        return 0.0, "SGD without momentum: no state"
+            return n * 2.0, 0.0, "8-bit AdamW: 2 states x 1 B"
+        return 0.0, 0.0, "SGD without momentum: no state"
 
     if adapter == "full":
         est.add("weights", Range.exact(p * w_b), f"{fmt_count(p)} params x {w_b:g} B ({w_note})")
-        est.add("gradients", Range.exact(p * g_b), f"{fmt_count(p)} x {g_b:g} B")
-        opt, opt_note = optimizer_bytes(p, state_b)
+        opt, opt_temp, opt_note = optimizer_bytes(p, state_b)
         est.add("optimizer states", Range.exact(opt), opt_note)
         if dpo:
             ref_b = 4.0 if precision == "fp32" else 2.0
             est.add("reference model", Range.exact(p * ref_b), f"frozen copy for DPO, {ref_b:g} B/param")
+        grads = p * g_b
+        grads_note = f"{fmt_count(p)} x {g_b:g} B"
     else:
         trainable = lora_params(arch, lora_rank)
         if adapter == "qlora":
@@ -471,7 +567,7 @@ def estimate_training(
             base = p * base_b
             base_note = f"frozen, {base_b:g} B/param"
         est.add("base weights", Range.exact(base), f"{fmt_count(p)} params, {base_note}")
-        opt, opt_note = optimizer_bytes(trainable, 4.0)
+        opt, opt_temp, opt_note = optimizer_bytes(trainable, 4.0)
         est.add(
             "LoRA adapters + grads + optimizer",
             Range.exact(trainable * 8.0 + opt),
@@ -480,35 +576,105 @@ def estimate_training(
         )
         if dpo:
             est.notes.append("DPO with adapters: the reference model is the base with adapters off (no copy)")
+        grads = 0.0  # the adapters' gradients are counted with them
+        grads_note = ""
 
-    # DPO runs chosen and rejected completions through the policy together.
+    # DPO runs chosen and rejected completions through the policy together; the reference runs without grad.
     rows = batch * (2 if dpo else 1)
-    per_layer = activation_bytes_per_layer(arch, rows, seq_len, act_bytes, efficient_attention)
+    tokens = float(rows) * seq_len
+    per_layer = activation_bytes_per_token_layer(
+        arch, seq_len, act_bytes, residual_bytes, efficient_attention
+    )
+    if adapter != "full":
+        per_layer += lora_activation_bytes_per_token_layer(arch, lora_rank, act_bytes)
+    final_norm = norm_saved_bytes(arch.hidden, act_bytes, residual_bytes)
     attn_kind = "memory-efficient attention" if efficient_attention else "eager attention (s^2 scores)"
+    lo_k, _, hi_k = ACTIVATION_BAND
     if gradient_checkpointing:
-        acts = arch.layers * act_bytes * rows * seq_len * arch.hidden + per_layer
+        kept = arch.layers * residual_bytes * arch.hidden + final_norm
+        acts = Range.spread(tokens * kept, lo_k, hi_k)
         act_detail = (
-            f"checkpointing: {arch.layers} layer inputs + one layer recomputed; {rows} x {seq_len} tokens, "
+            f"checkpointing: {arch.layers} layer inputs kept; {rows} x {seq_len} tokens x {kept / 1e3:.0f} kB"
+        )
+        # Later in the backward pass one layer is recomputed while the gradients pile up.
+        recompute = tokens * (kept + per_layer) + grads
+    else:
+        acts = Range.spread(tokens * (arch.layers * per_layer + final_norm), lo_k, hi_k)
+        act_detail = (
+            f"{arch.layers} layers x {per_layer / 1e3:.1f} kB per token; {rows} x {seq_len} tokens, "
             f"{attn_kind}"
         )
-    else:
-        acts = arch.layers * per_layer
-        act_detail = f"{arch.layers} layers x {fmt_gb(per_layer)}; {rows} x {seq_len} tokens, {attn_kind}"
-    est.add("activations", Range.spread(acts, 0.85, 1.3), act_detail)
+        recompute = 0.0
+    loss_path = loss_bytes_per_token(arch, loss, act_bytes).scale(tokens)
+    loss_detail = {
+        "hf": "fp32 log-softmax, its gradient, the fp32 logits' gradient: 12 B",
+        "no-upcast": f"log-softmax, its gradient, the logits' gradient: 3 x {act_bytes:g} B",
+        "fused": "fused linear + cross-entropy: no full logits",
+    }[loss]
+    loss_detail = f"loss {loss}: {rows} x {seq_len} x {arch.vocab} vocab, {loss_detail}"
+    if loss == "fused":
+        loss_detail = f"loss fused: {rows} x {seq_len} tokens, fp32 hidden-state gradient + one chunk"
 
-    # Logits: the head's output (activation dtype), its fp32 upcast and the fp32 log-softmax kept by the loss;
-    # the gradient of the logits at the high end.
-    elems = float(rows) * seq_len * arch.vocab
+    # The backward pass peaks either when it starts (activations + loss path) or when it ends (every
+    # gradient + the optimizer step's temporaries); zero_grad(set_to_none) frees gradients between steps.
+    end_peak = grads + opt_temp
+    start_peak = acts + loss_path
+    if max(end_peak, recompute) > start_peak.mid:
+        if recompute >= end_peak:
+            label = "activations (recompute)"
+            detail = f"{act_detail}; one layer recomputed beside the gradients"
+        else:
+            label = "gradients + optimizer step"
+            detail = f"{grads_note}, plus the step's temporaries"
+        peak = max(end_peak, recompute)
+        above = f"{detail}; above the peak at the loss ({fmt_gb(start_peak.mid)})"
+        est.add(label, Range.spread(peak, lo_k, hi_k), above)
+    else:
+        est.add("activations", acts, act_detail)
+        est.add("loss (logits)", loss_path, loss_detail)
+        if grads:
+            est.notes.append(
+                f"gradients ({fmt_gb(grads)}) are allocated as the backward pass frees activations: "
+                "not at the peak"
+            )
+
+    # The largest single tensor sizes the allocator's fragmentation.
+    loss_elem = 4.0 if loss == "hf" else act_bytes
+    candidates = [
+        tokens * arch.vocab * loss_elem if loss != "fused" else tokens * arch.hidden * 4.0,
+        tokens * arch.mlp_width * act_bytes,
+        arch.vocab * arch.hidden * (w_b if adapter == "full" else 2.0),
+    ]
+    if not efficient_attention:
+        candidates.append(rows * arch.heads * float(seq_len) ** 2 * 4.0)
+    largest = max(candidates)
+    slack = Range(*(k * largest for k in ALLOCATOR_SLACK))
+    slack_detail = f"caching allocator: {ALLOCATOR_SLACK[1]:g} x the largest tensor ({fmt_gb(largest)})"
+    if precision == "mixed" and adapter == "full":
+        # autocast's bf16 weight copies are freed after every step and leave holes of their size
+        copies = 2.0 * p
+        slack = slack + Range(0.0, copies, copies)
+        slack_detail += f" + the freed autocast copies ({fmt_gb(copies)})"
+    est.add("allocator slack", slack, slack_detail)
+    est.add("CUDA context", gb_range(TRAINING_CONTEXT_GB), "context + cuBLAS/cuDNN handles")
     est.add(
-        "logits",
-        Range(elems * (act_bytes + 4), elems * (act_bytes + 8), elems * (act_bytes + 12)),
-        f"{rows} x {seq_len} x {arch.vocab} vocab: output + fp32 upcast + log-softmax",
+        "process (CPU side)",
+        gb_range(TRAINING_PROCESS_GB),
+        "Python, torch, transformers, tokenizer",
+        side="host",
     )
-    est.add("framework overhead", gb_range(FRAMEWORK_GB), "PyTorch allocator slack, cuBLAS workspace")
-    est.add("CUDA context", gb_range(CUDA_CONTEXT_GB))
-    if elems * (act_bytes + 8) > 0.3 * est.total.mid:
+    if dataloader_workers:
+        lo, mid, hi = DATALOADER_WORKER_GB
+        est.add(
+            "dataloader workers",
+            Range.gb(lo, mid, hi).scale(dataloader_workers),
+            f"{dataloader_workers} x {mid:g} GB (forked Python processes)",
+            side="host",
+        )
+    if loss != "fused" and loss_path.mid > 0.3 * est.total.mid:
         est.notes.append(
-            "logits dominate: a smaller batch x sequence, or a fused / chunked loss, cuts them most"
+            "logits dominate: a smaller batch x sequence, or a fused linear + cross-entropy loss "
+            "(loss = fused), cuts them most"
         )
     return est
 

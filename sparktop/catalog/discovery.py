@@ -275,6 +275,16 @@ def _int(value: Any, reduce: str = "max") -> int:
     return 0
 
 
+# Families whose layers norm queries and keys per head, and those with four RMSNorms per layer: both change
+# what training keeps for the backward pass.
+_QK_NORM_FAMILIES = ("qwen3", "qwen3moe", "qwen3-moe", "gemma3", "olmo2", "olmoe")
+_FOUR_NORM_FAMILIES = ("gemma2", "gemma3")
+
+
+def _family(name: str) -> str:
+    return name.lower().replace("_text", "").replace("_", "-")
+
+
 # Sliding-window layer counts by architecture when the file does not list them.
 def _sliding_layers(arch: str, layers: int) -> int:
     if arch in ("gemma2", "gpt-oss", "gptoss"):
@@ -326,6 +336,8 @@ def gguf_architecture(header: GGUFHeader) -> Architecture | None:
         moe_intermediate=moe_intermediate,
         sliding_window=window,
         sliding_layers=_sliding_layers(arch, layers) if window else 0,
+        qk_norm=_family(arch) in _QK_NORM_FAMILIES,
+        norms_per_layer=4 if _family(arch) in _FOUR_NORM_FAMILIES else 2,
     )
     if not params:
         arch_obj = replace(arch_obj, params=arch_obj.estimated_params())
@@ -588,6 +600,8 @@ def hf_architecture(config: Mapping[str, Any], params: float = 0.0) -> Architect
         moe_intermediate=moe_intermediate,
         sliding_window=window,
         sliding_layers=sliding_layers,
+        qk_norm=_family(str(cfg.get("model_type", ""))) in _QK_NORM_FAMILIES,
+        norms_per_layer=4 if _family(str(cfg.get("model_type", ""))) in _FOUR_NORM_FAMILIES else 2,
     )
     if not arch.params:
         arch = replace(arch, params=arch.estimated_params())

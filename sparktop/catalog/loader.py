@@ -399,7 +399,9 @@ _ARCH_INT = (
     "moe_intermediate",
     "sliding_window",
     "sliding_layers",
+    "norms_per_layer",
 )
+_ARCH_BOOL = ("tied_embeddings", "qk_norm")
 _ARCH_FLOAT = ("params", "active_params")
 _MODEL_META = ("name", "like", "hf_id", "aliases", "description", "native_quant", "file_gb", "ollama")
 _ENTRY_META = ("name", "aliases", "description", "reference_gb")
@@ -504,7 +506,7 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
             key not in _MODEL_META
             and key not in _ARCH_INT
             and key not in _ARCH_FLOAT
-            and key != "tied_embeddings"
+            and key not in _ARCH_BOOL
         ):
             raise _FieldError(key, "unknown field")
     base_name = raw.get("like") or (name if name in cat.models else None)
@@ -526,10 +528,11 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
             if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
                 raise _FieldError(key, "expected a number >= 0")
             arch_values[key] = float(v)
-    if "tied_embeddings" in raw:
-        if not isinstance(raw["tied_embeddings"], bool):
-            raise _FieldError("tied_embeddings", "expected true or false")
-        arch_values["tied_embeddings"] = raw["tied_embeddings"]
+    for key in _ARCH_BOOL:
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                raise _FieldError(key, "expected true or false")
+            arch_values[key] = raw[key]
     for key in ("layers", "hidden", "heads", "vocab", "params"):
         if not arch_values.get(key):
             raise _FieldError(key, "required (or `like` another model)")

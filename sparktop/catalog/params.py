@@ -39,6 +39,20 @@ GPU_USES = ("sustained", "interactive", "pipeline", "batch", "none")
 METHODS = ("sft", "dpo", "lora", "qlora", "dpo-lora", "dpo-qlora")
 PRECISIONS = ("bf16", "fp32", "mixed")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd")
+# How the loss turns logits into a loss (what it keeps for the backward pass): transformers' cross-entropy
+# upcasts to fp32; a loss in the activation dtype does not (TRL's DPO); a fused linear + cross-entropy (Liger,
+# Cut Cross-Entropy) never holds the full logits.
+LOSSES = ("hf", "no-upcast", "fused")
+LOSS_ALIASES = {
+    "transformers": "hf",
+    "huggingface": "hf",
+    "cross-entropy": "hf",
+    "bf16": "no-upcast",
+    "noupcast": "no-upcast",
+    "liger": "fused",
+    "cce": "fused",
+    "cut-cross-entropy": "fused",
+}
 OPTIMIZER_ALIASES = {
     "adam": "adamw",
     "adamw8bit": "adamw-8bit",
@@ -165,6 +179,23 @@ PARAMS: tuple[ParamSpec, ...] = (
         scope="training",
     ),
     ParamSpec("lora_rank", "int", "LoRA rank", "adapter rank", minimum=1, maximum=4096, scope="lora"),
+    ParamSpec(
+        "loss",
+        "choice",
+        "Loss kernel",
+        "hf (fp32 upcast, 12 B x vocab per token), no-upcast (6 B), fused (Liger / CCE: no logits kept)",
+        LOSSES,
+        scope="training",
+    ),
+    ParamSpec(
+        "dataloader_workers",
+        "int",
+        "Dataloader workers",
+        "DataLoader worker processes (num_workers): host memory beside the training process",
+        minimum=0,
+        maximum=256,
+        scope="training",
+    ),
 )
 SPECS: dict[str, ParamSpec] = {p.key: p for p in PARAMS}
 # Other spellings accepted in files and on the command line.
@@ -195,6 +226,10 @@ KEY_ALIASES = {
     "flash_attn": "efficient_attention",
     "use": "gpu_use",
     "dtype": "precision",
+    "loss_kernel": "loss",
+    "num_workers": "dataloader_workers",
+    "dataloader_num_workers": "dataloader_workers",
+    "workers": "dataloader_workers",
 }
 
 
@@ -277,7 +312,12 @@ def match_choice(
     raise ValueError(f"expected one of {', '.join(choices)}")
 
 
-_CHOICE_ALIASES = {"kind": KIND_ALIASES, "engine": ENGINE_ALIASES, "optimizer": OPTIMIZER_ALIASES}
+_CHOICE_ALIASES = {
+    "kind": KIND_ALIASES,
+    "engine": ENGINE_ALIASES,
+    "optimizer": OPTIMIZER_ALIASES,
+    "loss": LOSS_ALIASES,
+}
 
 
 def coerce(spec: ParamSpec, value: Any, choices: tuple[str, ...] | list[str] | None = None) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sparktop.collect.control import ContainerController
 from sparktop.collect.source import SnapshotSource
+from sparktop.model import ContainerInfo, DockerStatus
 
 REPLAY_REASON = "replay: nothing to stop"
 
@@ -30,6 +31,26 @@ def no_controller_reason(source: SnapshotSource) -> str:
     if name == "replay":
         return REPLAY_REASON
     return f"{name}: this source has no containers to stop"
+
+
+def foreign_engine(container: ContainerInfo, docker: DockerStatus) -> str | None:
+    """On the live machine: the engine a container belongs to when it is not the Docker engine sparktop is
+    connected to ("podman", "another Docker engine"), or None. Such a container is seen through its cgroup
+    only, and no stop sparktop sends can reach it."""
+    if container.runtime != "docker":
+        return container.runtime
+    if docker.available and container.name is None:
+        # The engine answered and does not list it: a second (rootless, private) Docker engine's.
+        return "another Docker engine"
+    return None
+
+
+def foreign_engine_reason(container: ContainerInfo, engine: str) -> str:
+    whose = engine if engine.startswith("another") else f"a {engine} engine"
+    return (
+        f"{container.label} belongs to {whose}, which sparktop is not connected to: "
+        "it can show it, not stop it"
+    )
 
 
 def refresh_names(source: SnapshotSource) -> None:

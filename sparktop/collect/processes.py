@@ -179,6 +179,7 @@ class ProcessScanner:
                     cpu_percent=cpu_percent,
                     container_id=cgroup.container_id if cgroup is not None else None,
                     start_time=info.start_time,
+                    start_ticks=info.start_ticks,
                 )
             )
         # Only the PIDs seen now stay cached: memory is bounded by the live process count.

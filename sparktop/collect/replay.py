@@ -161,7 +161,9 @@ class Recorder:
                 "choose another name, append to it (--append) or replace it (--overwrite)"
             )
         needs_newline = mode == "append" and size > 0 and not self._ends_with_newline()
-        self._file: IO[str] | None = self.path.open("w" if mode == "overwrite" else "a", encoding="utf-8")
+        # A recording holds the command line of every process on the machine: a new file is the user's only.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_TRUNC if mode == "overwrite" else os.O_APPEND)
+        self._file: IO[str] | None = os.fdopen(os.open(self.path, flags, 0o600), "w", encoding="utf-8")
         if needs_newline:  # the last recording was cut off mid-line: do not glue the next one onto it
             self._file.write("\n")
 

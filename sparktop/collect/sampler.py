@@ -113,6 +113,7 @@ class LiveSource:
         self._docker = docker
         self._docker_error: str | None = None
         self._skip_discovery = False
+        self._asked_for: set[str] = set()  # unnamed Docker container ids the engine was asked about again
         self._last_memory: HostMemory | None = None
         self._pss = _PssCache(self.proc_root, pss_top_n, pss_interval)
 
@@ -238,6 +239,17 @@ class LiveSource:
                 proc.gpu_bytes = nbytes
         meta, docker_status = self._discovery(errors)
         containers = self._containers(processes, gpu_by_pid, meta)
+        # A Docker container the engine's last list lacks: started since then, or another engine's. Ask the
+        # engine again at once (once per container), so a new one is named now, not a refresh later, and one
+        # still unlisted after a fresh list is known to belong to an engine we are not connected to.
+        unnamed = {c.id for c in containers if c.runtime == "docker" and c.name is None}
+        self._asked_for &= unnamed
+        invalidate = getattr(self._docker, "invalidate", None)
+        if unnamed - self._asked_for and docker_status.available and callable(invalidate):
+            self._asked_for |= unnamed
+            invalidate()
+            meta, docker_status = self._discovery(errors)
+            containers = self._containers(processes, gpu_by_pid, meta)
         # PSS matters for host processes only: a container's memory is its cgroup's.
         self._pss.fill([p for p in processes if p.container_id is None])
         try:

@@ -204,6 +204,8 @@ def estimate_workload(w: Workload, catalog: Catalog, pool: float = SPARK_POOL) -
             gradient_checkpointing=w.values["gradient_checkpointing"],
             efficient_attention=w.values["efficient_attention"],
             lora_rank=w.values.get("lora_rank", 16),
+            loss=w.values.get("loss"),
+            dataloader_workers=w.values.get("dataloader_workers", 0),
         )
     quant = catalog.quant(w.values["quant"])
     assert quant is not None

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparktop.analysis.estimate import default_loss
 from sparktop.analysis.verdict import DEFAULT_DUTY
 from sparktop.catalog.loader import Catalog, CatalogEntry, ModelSpec
 from sparktop.catalog.params import PARAMS, SPECS, ParamSpec, canonical_key, engine_from_kind
@@ -38,6 +39,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "gradient_checkpointing": False,
     "efficient_attention": True,
     "lora_rank": 16,
+    "dataloader_workers": 0,  # PyTorch's DataLoader and transformers' Trainer default
 }
 
 
@@ -273,6 +275,7 @@ class Plan:
             else:
                 for key, default in TRAINING_DEFAULTS.items():
                     values.setdefault(key, default)
+                values.setdefault("loss", default_loss(values["method"]))
         applicable = {k: v for k, v in values.items() if k in SPECS and _applies(SPECS[k], values)}
         ignored = tuple(k for k in own if k not in applicable)
         return Workload(

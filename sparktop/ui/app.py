@@ -22,6 +22,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
@@ -34,6 +35,7 @@ from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.settings.config import Config
+from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
@@ -97,7 +99,10 @@ class SparktopApp(App[None]):
         Binding("S", "stop_project", "Stop project", show=False),
         Binding("k", "terminate", "SIGTERM", show=False),
         Binding("K", "kill", "Kill", show=False),
+        # Read-only or a replay: the keys above are off (and out of the footer); these say why.
+        Binding("s,S,k,K", "explain_no_stop", "Stop", show=False),
     ]
+    STOP_ACTIONS = frozenset({"stop_container", "stop_project", "terminate", "kill"})
 
     def __init__(
         self,
@@ -155,6 +160,21 @@ class SparktopApp(App[None]):
             units=self.config.units,
             on_change=self._render,
         )
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, plain text unless a caller asks for markup: toasts quote names, paths, config values and
+        error messages that others control (a process named `[/b]x` would end the app as markup)."""
+        if not markup:
+            message, title = visible_lines(message), visible(title)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     # -- layout ----------------------------------------------------------------------------------------------
 
@@ -425,9 +445,13 @@ class SparktopApp(App[None]):
         self._previous_level = level
 
     def _update_status(self) -> None:
+        source = getattr(self.source, "name", type(self.source).__name__)
+        modes = [m for m, on in (("demo", source == "demo"), ("replay", source == "replay"),
+                                 ("read-only", self.read_only)) if on]  # fmt: skip
         self.query_one(StatusLine).show(
             snapshot=self.latest,
-            source=getattr(self.source, "name", type(self.source).__name__),
+            source=source,
+            modes=modes,
             interval=self.interval,
             paused=self.paused,
             stale=self.stale_reason or ("end of recording" if self.source_ended else None),
@@ -455,6 +479,16 @@ class SparktopApp(App[None]):
         if active == "processes":
             return self.selected_process()
         return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.STOP_ACTIONS:
+            return self.stops.available
+        if action == "explain_no_stop":
+            return not self.stops.available
+        return True
+
+    def action_explain_no_stop(self) -> None:
+        self.stops.explain_unavailable()
 
     def action_stop_container(self) -> None:
         self.stops.stop(self._selected_row())

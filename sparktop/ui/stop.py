@@ -24,10 +24,17 @@ from textual.app import App
 from sparktop.action_log import ActionLog
 from sparktop.collect import signals
 from sparktop.collect.control import ContainerController, ControlError, StopTimeout
-from sparktop.collect.controllers import controller_for, no_controller_reason, refresh_names
+from sparktop.collect.controllers import (
+    controller_for,
+    foreign_engine,
+    foreign_engine_reason,
+    no_controller_reason,
+    refresh_names,
+)
 from sparktop.collect.source import SnapshotSource
 from sparktop.format import fmt_bytes
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.text import visible_lines
 from sparktop.ui.screens.confirm import (
     ConfirmScreen,
     Target,
@@ -400,7 +407,9 @@ class StopActions:
     def _send(self, proc: ProcessInfo, sig: _signal.Signals) -> None:
         target = f"pid {proc.pid} ({proc.name})"
         try:
-            signals.signal_process(proc.pid, sig, expected_start=proc.start_time)
+            if proc.start_ticks is None:  # cannot tell it from a process that reuses its PID
+                raise ControlError(f"process {proc.pid}: its start time is unknown, nothing sent")
+            signals.signal_process(proc.pid, sig, expected_start_ticks=proc.start_ticks)
         except ControlError as exc:
             self._log(sig.name, target, f"failed: {exc}")
             self._say(str(exc), "error")
@@ -416,18 +425,29 @@ class StopActions:
             self._refuse_control()
             return None
         if isinstance(row, ContainerInfo):
-            return row
+            return self._ours(row)
         if isinstance(row, ProcessInfo):
             if row.container_id:
                 owner = self._container_by_id(row.container_id)
                 if owner is not None:
-                    return owner
+                    return self._ours(owner)
                 self._say(f"the container of process {row.pid} is gone", "warning")
                 return None
             hint = "k sends it SIGTERM, K SIGKILL"
             self._say(f"process {row.pid} ({row.name}) is not in a container: {hint}", "warning")
             return None
         self._say(f"{key} acts on the selected row: pick a container on the Containers tab (2)", "warning")
+        return None
+
+    def _ours(self, container: ContainerInfo) -> ContainerInfo | None:
+        """The container, or None (said why) when it belongs to an engine sparktop is not connected to."""
+        snapshot = self.app.latest
+        if getattr(self.source, "name", "") != "live" or snapshot is None:
+            return container
+        engine = foreign_engine(container, snapshot.docker)
+        if engine is None:
+            return container
+        self._say(foreign_engine_reason(container, engine), "warning")
         return None
 
     def _refuse_control(self) -> None:
@@ -459,6 +479,8 @@ class StopActions:
             consumer = next((c for c in snapshot.accounting.consumers if c.key == key), None)
             if consumer is not None:
                 cpu, gpu = consumer.cpu_bytes, consumer.gpu_bytes
+        if snapshot is not None and not snapshot.gpu.available:
+            gpu = None  # no GPU: "—", not a measured-looking 0
         return Target(
             known.label,
             cpu,
@@ -479,7 +501,21 @@ class StopActions:
             }
         return ids
 
+    @property
+    def available(self) -> bool:
+        """Whether s / S / k / K can act at all: not in read-only mode, and on a source that has something
+        to stop (the live machine, the demo's simulated containers; a recording has none)."""
+        return not self.read_only and getattr(self.source, "name", "") in ("live", "demo")
+
+    def explain_unavailable(self) -> None:
+        """Say why the stop keys do nothing here."""
+        self._refuse_control()
+
     def _log(self, action: str, target: str, result: str) -> None:
+        name = getattr(self.source, "name", "live")
+        if name != "live":
+            # The demo's stops share the user's action log: say they touched nothing real.
+            target = f"[{name}] {target}"
         problem = self.log.append(action, target, result)
         if problem:
             self._say(problem, "warning")
@@ -487,7 +523,8 @@ class StopActions:
     def _say(self, line: str, severity: str = "information") -> None:
         self.reports.append(line)
         timeout = 8 if severity == "information" else 15
-        self.app.notify(line, severity=severity, timeout=timeout)  # type: ignore[arg-type]
+        # Plain text: the line names processes, containers and projects that others may call `[/b]x`.
+        self.app.notify(visible_lines(line), severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
 
     def _changed(self) -> None:
         if self.on_change is not None:

@@ -19,7 +19,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
@@ -305,10 +304,10 @@ class WhatIfPane(Vertical):
         pool = f"pool {fmt_gb(baseline.pool)}"
         if baseline.source == "live":
             host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
-            head = (
-                f"Baseline [b]live[/b]: {fmt_gb(baseline.used.mid)} in use on {escape(host)} ({pool})  "
-                "[dim]b: clean[/dim]"
-            )
+            head = Content.from_markup(
+                "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
+                used=fmt_gb(baseline.used.mid), host=host, pool=pool,
+            )  # fmt: skip
             hint = "What runs now is already counted: add only what is not running yet."
         else:
             why = " (no live sample yet)" if self.baseline_mode == "live" else ""
@@ -370,23 +369,24 @@ class WhatIfPane(Vertical):
         if ev is None:
             box.update("")
             return
+        # Workload names and reasons quote plan files and model names: `$text` variables, never markup.
         lines = [_verdict_line("Memory", ev.fit.verdict, ev.fit.reason)]
         compute_reasons = ev.compute.reasons or [ev.compute.reason]
         lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
-        lines += [f"{'':9}{escape(extra)}" for extra in compute_reasons[1:]]
+        lines += [Content(f"{'':9}{extra}") for extra in compute_reasons[1:]]
         slow = [f"{name} ~{factor:.1f}x" for name, factor in ev.slowed()]
         if slow:
-            lines.append(f"[b]Slowdown[/b] {escape(', '.join(slow))} (while the rest of the plan runs)")
+            lines.append(_labelled("Slowdown ", ", ".join(slow) + " (while the rest of the plan runs)"))
         decode = [f"{r.name} ~{r.decode.mid:.1f} tok/s" for r in ev.items if r.decode]
         if decode:
-            lines.append(f"[b]Decode[/b]   {escape(', '.join(decode))}")
+            lines.append(_labelled("Decode   ", ", ".join(decode)))
         shared = [f"{name} ~{tok_s:.1f} tok/s" for name, tok_s in ev.shared_decoding()]
         if shared:
-            lines.append(f"[b]Shared[/b]   {escape(', '.join(shared))} (all decoding at once)")
+            lines.append(_labelled("Shared   ", ", ".join(shared) + " (all decoding at once)"))
         if ev.notes:
-            lines.append("[b]Notes[/b]")
-            lines += [f" · {escape(note)}" for note in ev.notes]
-        box.update("\n".join(lines))
+            lines.append(Content.styled("Notes", "bold"))
+            lines += [Content(f" · {note}") for note in ev.notes]
+        box.update(Content("\n").join(lines))
 
     # -- actions ---------------------------------------------------------------------------------------------
 
@@ -441,7 +441,11 @@ class WhatIfPane(Vertical):
             self.query_one("#whatif-catalog", CatalogList).focus()
 
 
-def _verdict_line(title: str, verdict: str, reason: str) -> str:
+def _labelled(label: str, text: str) -> Content:
+    return Content.assemble((label, "bold"), text)
+
+
+def _verdict_line(title: str, verdict: str, reason: str) -> Content:
     from sparktop.analysis.verdict import CAREFUL, FITS, NO, OK, OOM_RISK, TIGHT, WONT_FIT
 
     styles = {
@@ -454,4 +458,6 @@ def _verdict_line(title: str, verdict: str, reason: str) -> str:
         NO: "$error",
     }
     style = styles.get(verdict, "")
-    return f"[b]{title:<8}[/b] [b {style}]{verdict.upper()}[/] {escape(reason)}"
+    return Content.from_markup(
+        f"[b]{title:<8}[/b] [b {style}]$verdict[/] $reason", verdict=verdict.upper(), reason=reason
+    )

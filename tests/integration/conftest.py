@@ -4,9 +4,12 @@
   `.run(name, cmd, labels=None, shm_size=None, **kw)`, `.stop()`, `.start()`, `.restart()`.
 - `docker_run` (function): `docker_engine.run` whose containers are removed when the test ends.
 - `lab` (module): compose project audio-lab (services whisper, tts) and a container holding ~200 MB in
-  /dev/shm (`--shm-size 300m`), on the session engine.
+  /dev/shm (`--shm-size 300m`, filled before the fixture returns), on the session engine.
 - `spare_engine` (function): a second, throwaway engine for tests that stop or restart it, so the session
   engine and its containers are never disturbed.
+
+Engines live in this checkout's own directory (`engines_dir()`); the reaper of stale engines looks nowhere
+else, so suites of other checkouts running at the same time are never touched.
 
 If dockerd cannot be started the fixtures FAIL with dockerd's log tail; they never skip.
 """
@@ -17,7 +20,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.integration.engine import SHM_BYTES, DockerEngine, EngineError, reap_stale_engines, unique_name
+from tests.integration.engine import (
+    SHM_BYTES,
+    DockerEngine,
+    EngineError,
+    reap_stale_engines,
+    unique_name,
+    wait_for_shm_fill,
+)
 
 
 def _start(engine: DockerEngine) -> DockerEngine:
@@ -82,5 +92,6 @@ def lab(docker_engine: DockerEngine) -> Iterator[dict[str, object]]:
             shm_size="300m",
         ),
     }
+    wait_for_shm_fill(made["shm"])  # every test of the module may count on the 200 MB, run alone too
     yield made
     docker_engine.remove(c.id for c in made.values())

@@ -18,6 +18,7 @@ outside the docker group meets on a real machine.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import itertools
 import os
@@ -230,11 +231,40 @@ def _remove_tree(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def reap_stale_engines(tmp: str | None = None) -> list[str]:
-    """Remove the directories (and stray shims) of earlier test engines whose dockerd is gone (a session
-    that was killed). A live dockerd's directory, or one active in the last 5 minutes, is left alone."""
+def wait_for_shm_fill(container: Any, nbytes: int = SHM_BYTES, timeout: float = 30.0) -> None:
+    """Until the container's /dev/shm/x holds `nbytes` (seen from inside): `docker run -d` returns as soon as
+    the container starts, long before `head` has written 200 MB."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = container.exec_run(["sh", "-c", "ls -l /dev/shm/x"]).output.decode(errors="replace")
+        parts = out.split()
+        if len(parts) > 4 and parts[4].isdigit() and int(parts[4]) >= nbytes:
+            return
+        if time.monotonic() > deadline:
+            raise EngineError(f"/dev/shm not filled within {timeout:g} s: {out!r}")
+        time.sleep(0.1)
+
+
+def engines_dir() -> Path:
+    """Where this checkout's test engines live: one directory per checkout, so that a run reaps only what an
+    earlier run of the same checkout left behind, never the engines of other checkouts' suites running at
+    the same time on this machine."""
+    checkout = str(Path(__file__).resolve().parents[2])
+    tag = hashlib.sha1(checkout.encode()).hexdigest()[:10]
+    path = Path(tempfile.gettempdir()) / f"sparktop-engines-{os.geteuid()}-{tag}"
+    path.mkdir(mode=0o711, exist_ok=True)
+    if path.is_symlink() or path.stat().st_uid != os.geteuid():
+        raise EngineError(f"{path} is not ours: remove it, or set TMPDIR")
+    path.chmod(0o711)  # other users reach the sockets inside (run_as_user), as under /tmp
+    return path
+
+
+def reap_stale_engines(base: Path | None = None) -> list[str]:
+    """Remove the directories (and stray shims) of earlier test engines of this checkout (`engines_dir()`)
+    whose dockerd is gone (a session that was killed). A live dockerd's directory, or one active in the last
+    5 minutes, is left alone; nothing outside `base` is looked at."""
     removed = []
-    base = Path(tmp or tempfile.gettempdir())
+    base = base or engines_dir()
     for root in base.glob(f"{TMP_PREFIX}*"):
         pidfile = root / "docker.pid"
         try:
@@ -260,7 +290,7 @@ class DockerEngine:
     removes everything."""
 
     def __init__(self, root: Path | None = None, image: str = IMAGE, shutdown_timeout: int = 3) -> None:
-        self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir="/tmp"))
+        self.root = Path(root) if root else Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=engines_dir()))
         self.root.mkdir(parents=True, exist_ok=True)
         # Other users must be able to reach the socket's inode, so that `run_as_user` meets the socket's own
         # permissions (a real "permission denied"), not the directory's.

@@ -216,7 +216,7 @@ async def test_timeout_then_kill(docker_engine, docker_run, state_dir) -> None:
             assert f"Kill container {c.name}?" in dialog_text(app)
         finally:
             os.kill(shim, signal.SIGCONT)
-        await pilot.press("K")
+        await pilot.press("y")
         await settle(app, pilot)
         await sample_until(app, pilot, lambda: not app.stops.pending)
         assert not running(docker_engine, c.id)
@@ -394,3 +394,34 @@ def test_permission_denied_on_the_socket(docker_engine, docker_run, tmp_path: Pa
     assert reports[-1] == "True"
     assert reports[-2] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}"
     assert running(docker_engine, c.id)
+
+
+# --- a container of an engine sparktop is not connected to -----------------------------------------------
+
+
+async def test_a_container_of_another_engine_is_named_so_and_offers_no_stop(
+    docker_engine: DockerEngine, spare_engine: DockerEngine, docker_run, state_dir: Path
+) -> None:
+    """Two real engines on one machine; sparktop talks to the spare one and sees the other's container
+    through its cgroup only: the row says whose it is and `s` explains instead of a dialog that would end
+    in "is already gone"."""
+    theirs = docker_run(unique_name("other-engine"), POLITE)
+    ours = spare_engine.run(unique_name("ours"), POLITE)
+    app = live_app(spare_engine.socket_url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, theirs.id)
+        name = str(app.query_one(ContainersTable).get_cell(f"container:{theirs.id}", "name"))
+        assert name == f"{theirs.id[:12]} (not connected)"
+        await pilot.press("s")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.reports[-1] == (
+            f"{theirs.id[:12]} belongs to another Docker engine, which sparktop is not connected to: "
+            "it can show it, not stop it"
+        )
+        assert running(docker_engine, theirs.id) and not state_dir.exists()
+        await select(app, pilot, ours.id)  # the connected engine's own container: the dialog as ever
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and ours.name in dialog_text(app)
+        await pilot.press("escape")

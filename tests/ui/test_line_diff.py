@@ -73,3 +73,25 @@ async def test_a_new_line_lays_out_again_and_a_full_refresh_remakes_all() -> Non
         await pilot.pause()
         shown(widget)
         assert widget.made == ["alpha", "beta", "gamma", "delta"]
+
+
+async def test_a_line_keeps_its_own_base_style_as_textuals_path_draws_it() -> None:
+    """A line with a base style and no spans (the budget bar's dim scale) lost its style on the fast path."""
+    from textual.visual import Visual, visualize
+
+    from sparktop.ui.widgets.redraw import line_strips
+
+    app = LinesApp()
+    async with app.run_test(size=(30, 8)) as pilot:
+        widget = app.query_one(Lines)
+        await pilot.pause()
+        for line in (Text("└0     pool┘", style="dim"), Text.assemble(("a", "bold"), " b", style="italic")):
+            fast = line_strips(widget, line, 28)
+            slow = Visual.to_strips(widget, visualize(widget, line), 28, None, widget.visual_style)
+            fast_cells = [(seg.text, seg.style) for seg in fast[0] if seg.text]
+            slow_cells = [(seg.text, seg.style) for seg in slow[0].crop(0, line.cell_len) if seg.text]
+            assert [(t, s.dim, s.italic, s.bold) for t, s in fast_cells] == [
+                (t, s.dim, s.italic, s.bold) for t, s in slow_cells
+            ]
+        dim = line_strips(widget, Text("scale", style="dim"), 28)[0]
+        assert all(seg.style.dim for seg in dim if seg.text.strip())

@@ -234,7 +234,9 @@ async def test_confirmed_stop_is_reported_with_the_freed_memory(tmp_path: Path) 
         assert len(lines) == 1
         stamp, action, target, result = lines[0]
         assert (
-            action == "stop" and target == f"container {WHISPER} ({whisper.short_id})" and result == "stopped"
+            action == "stop"
+            and target == f"[demo] container {WHISPER} ({whisper.short_id})"
+            and result == "stopped"
         )
         assert time.strftime("%Y-%m-%d") in stamp
 
@@ -299,7 +301,7 @@ async def test_timeout_offers_kill_behind_a_second_confirmation(tmp_path: Path) 
         assert TRAIN in {c.label for c in app.latest.containers}
         await pilot.press("K")
         assert isinstance(app.screen, ConfirmScreen) and "Kill container" in dialog_text(app)
-        await pilot.press("K")  # K confirms the kill dialog
+        await pilot.press("y")  # only y confirms (K again must not)
         await settle(app, pilot)
         gone = app.sample()
         await pilot.pause()
@@ -516,7 +518,7 @@ async def test_K_sends_sigkill_to_a_child_that_ignores_sigterm(tmp_path: Path) -
             assert child.poll() is None  # it ignored SIGTERM
             await pilot.press("K")
             assert "SIGKILL" in dialog_text(app)
-            await pilot.press("K")  # K confirms the SIGKILL dialog
+            await pilot.press("y")
             await pilot.pause()
             assert child.wait(timeout=10) == -signal.SIGKILL
             actions = [a for _, a, _, _ in log_lines(tmp_path / "actions.log")]
@@ -524,6 +526,43 @@ async def test_K_sends_sigkill_to_a_child_that_ignores_sigterm(tmp_path: Path) -
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize("key", ["k", "K"])
+async def test_the_action_key_twice_does_not_confirm_a_signal(tmp_path: Path, key: str) -> None:
+    """`k k` sent SIGTERM and `K K` SIGKILL: a repeated (or held) key got past the Cancel default."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        app = live_host(tmp_path)
+        async with app.run_test(size=(120, 36)) as pilot:
+            app.row = find_process(app.sample(), child.pid)
+            await pilot.press(key, key, key)
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen) and app.screen.focused.id == "cancel"
+            assert child.poll() is None
+            await pilot.press("escape")
+            await pilot.pause()
+            assert child.poll() is None and log_lines(tmp_path / "actions.log") == []
+    finally:
+        child.kill()
+        child.wait()
+
+
+async def test_K_twice_does_not_confirm_a_container_kill(tmp_path: Path) -> None:
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        app.sample()
+        app.row = app.container(TRAIN)
+        await pilot.press("s", "s")  # s again must not confirm the stop either
+        assert isinstance(app.screen, ConfirmScreen) and "Stop container" in dialog_text(app)
+        await pilot.press("escape")
+        app.stops.kill(app.row)
+        await pilot.pause()
+        await pilot.press("K", "K")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen) and "Kill container" in dialog_text(app)
+        assert TRAIN in {c.label for c in app.sample().containers}
+        assert log_lines(tmp_path / "actions.log") == []
 
 
 async def test_signal_to_an_exited_process_is_reported_not_raised(tmp_path: Path) -> None:

@@ -326,3 +326,32 @@ async def test_number_keys_leave_the_what_if_tab_while_its_lists_have_focus() ->
         await pilot.press("w", "tab", "1")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "dashboard"
+
+
+async def test_edit_loss_kernel_and_dataloader_workers_of_a_training_run() -> None:
+    async with open_whatif() as (app, pilot, pane):
+        assert pane.plan is not None
+        item = pane.plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024)
+        pane.set_plan(pane.plan)
+        await pilot.pause()
+        assert pane.evaluation is not None
+        before = pane.evaluation.items[0]
+        pane.query_one("#whatif-plan", OptionList).focus()
+        await pilot.press("e")
+        screen = app.screen
+        assert isinstance(screen, PlanEditScreen)
+        loss = screen.query_one("#field-loss", Select)
+        assert loss.value == "hf"
+        loss.value = "fused"
+        workers = screen.query_one("#field-dataloader_workers", Input)
+        workers.focus()
+        workers.value = ""
+        await pilot.press("4", "ctrl+s")
+        await pilot.pause()
+        assert not isinstance(app.screen, PlanEditScreen)
+        values = pane.plan.resolve(item.uid).values
+        assert values["loss"] == "fused" and values["dataloader_workers"] == 4
+        after = pane.evaluation.items[0]
+        assert after.total.mid < before.total.mid - 14e9  # no full logits kept
+        assert after.estimate.side_total("host").mid > before.estimate.side_total("host").mid
+        assert "loss = \"fused\"" in dumps_plan(pane.plan)

@@ -488,3 +488,17 @@ def test_deferred_discovery_gives_ids_first_then_names(tmp_path: Path) -> None:
     second = source.sample()
     assert second.docker.available
     assert {c.id: c.name for c in second.containers}[A] == "whisper"
+
+
+def test_foreign_engine_names_the_engine_a_stop_cannot_reach() -> None:
+    from sparktop.collect.controllers import foreign_engine
+    from sparktop.model import ContainerInfo, DockerStatus
+
+    up = DockerStatus(available=True)
+    down = DockerStatus(available=False, reason="no socket")
+    assert foreign_engine(ContainerInfo(id="a" * 64, runtime="podman"), up) == "podman"
+    assert foreign_engine(ContainerInfo(id="a" * 64, runtime="containerd"), down) == "containerd"
+    assert foreign_engine(ContainerInfo(id="a" * 64, name="web"), up) is None
+    # Unnamed while the engine answers: not its container. Unnamed while it does not: nobody can tell.
+    assert foreign_engine(ContainerInfo(id="a" * 64), up) == "another Docker engine"
+    assert foreign_engine(ContainerInfo(id="a" * 64), down) is None

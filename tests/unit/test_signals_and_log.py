@@ -1,18 +1,20 @@
-"""Signals to real child processes, and the append-only action log."""
+"""Signals to real child processes (a real PID reuse included), and the append-only action log."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from sparktop.action_log import ActionLog, default_log_path
 from sparktop.collect.control import ControlError
-from sparktop.collect.signals import KILL, TERM, signal_process
+from sparktop.collect.signals import KILL, TERM, read_stat, signal_process
 
 
 @pytest.fixture
@@ -24,7 +26,9 @@ def child():
 
 
 def test_sigterm_ends_a_real_child(child: subprocess.Popen) -> None:
-    signal_process(child.pid, TERM, expected_start=psutil.Process(child.pid).create_time())
+    comm, ticks = read_stat(child.pid)
+    assert comm == "sleep"
+    signal_process(child.pid, TERM, expected_start_ticks=ticks)
     assert child.wait(timeout=5) == -TERM
 
 
@@ -49,11 +53,60 @@ def test_gone_process_is_a_readable_error(child: subprocess.Popen) -> None:
         signal_process(child.pid, TERM)
 
 
-def test_reused_pid_is_refused(child: subprocess.Popen) -> None:
-    started = psutil.Process(child.pid).create_time()
-    with pytest.raises(ControlError, match="has exited"):
-        signal_process(child.pid, TERM, expected_start=started - 3600)
+def test_a_start_one_tick_off_is_refused(child: subprocess.Popen) -> None:
+    _, ticks = read_stat(child.pid)
+    for wrong in (ticks - 1, ticks + 1):
+        refused = rf"process {child.pid} has exited \(its PID now belongs to sleep\): nothing sent"
+        with pytest.raises(ControlError, match=refused):
+            signal_process(child.pid, TERM, expected_start_ticks=wrong)
     assert child.poll() is None  # nothing was sent
+
+
+def test_recorded_process_that_exited_is_refused(child: subprocess.Popen) -> None:
+    _, ticks = read_stat(child.pid)
+    child.kill()
+    child.wait()
+    with pytest.raises(ControlError, match=f"process {child.pid} is already gone"):
+        signal_process(child.pid, TERM, expected_start_ticks=ticks)
+
+
+# In a private PID namespace (so no other process on this shared machine takes the PID): start A, record its
+# PID and start ticks as the dashboard does, let it exit, make the kernel hand A's PID to a new process B
+# (ns_last_pid), then confirm the signal meant for A. B started 50 ms after A: a 1 s window takes it for A.
+PID_REUSE = """
+import signal, subprocess, time
+from sparktop.collect.control import ControlError
+from sparktop.collect.signals import read_stat, signal_process
+a = subprocess.Popen(["sleep", "60"])
+_, ticks = read_stat(a.pid)
+a.kill(); a.wait()
+time.sleep(0.05)  # a start tick is 10 ms: B must start in a later one
+with open("/proc/sys/kernel/ns_last_pid", "w") as fh:
+    fh.write(str(a.pid - 1))
+b = subprocess.Popen(["sleep", "60"])
+print("reused" if b.pid == a.pid else f"not reused: {a.pid} {b.pid}")
+try:
+    signal_process(a.pid, signal.SIGTERM, expected_start_ticks=ticks)
+    print("sent")
+except ControlError as exc:
+    print(exc)
+time.sleep(0.1)
+print("B alive" if b.poll() is None else f"B ended {b.returncode}")
+b.kill(); b.wait()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
+def test_a_reused_pid_is_refused_and_the_new_process_survives() -> None:
+    out = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", PID_REUSE],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    assert lines[0] == "reused"
+    assert lines[1].endswith("has exited (its PID now belongs to sleep): nothing sent")
+    assert lines[2] == "B alive"
 
 
 def test_permission_denied_is_reported_not_raised(child: subprocess.Popen) -> None:
@@ -95,6 +148,40 @@ def test_action_log_appends_tab_separated_lines(tmp_path: Path) -> None:
     assert fields[1:] == ["stop", "audio-whisper-1 (abc123)", "stopped — freed 3.1 GB"]
     assert fields[0].startswith(time.strftime("%Y-%m-%d", time.localtime(1_767_225_600.0)))
     assert lines[2].split("\t")[3] == "permission denied"
+
+
+def test_action_log_is_created_private(tmp_path: Path) -> None:
+    # It holds every command line the admin stopped: no one else may read it, whatever the umask.
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "state" / "actions.log"
+        assert ActionLog(path).append("SIGTERM", "pid 1 (x)", "sent") is None
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_action_log_does_not_follow_a_symlink(tmp_path: Path) -> None:
+    # Another user plants a link where the log goes, aiming root's writes at a file of their choice.
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = tmp_path / "actions.log"
+    link.symlink_to(victim)
+    message = ActionLog(link).append("SIGTERM", "pid 1 (x)", "sent")
+    assert message is not None and message.startswith(f"could not write the action log {link}")
+    assert "symbolic link" in message
+    assert victim.read_text() == "precious\n"
+
+
+def test_action_log_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    assert os.geteuid() == 0, "needs root to make a file owned by nobody"
+    path = tmp_path / "actions.log"
+    path.write_text("theirs\n")
+    os.chown(path, 65534, 65534)
+    message = ActionLog(path).append("SIGTERM", "pid 1 (x)", "sent")
+    assert message is not None and "belongs to another user" in message
+    assert path.read_text() == "theirs\n"
 
 
 def test_action_log_failure_is_one_line(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Confirmation dialogs for stopping containers and signalling processes.
 
 Cancel has the focus when a dialog opens, so a stray Enter never stops anything: Enter presses the focused
-button, `y` (or the action's own key, K for a kill) confirms from anywhere in the dialog, `n` / Esc cancel.
+button, `y` confirms from anywhere in the dialog, `n` / Esc cancel. Only `y` confirms: the key that opened the
+dialog (`k`, `K`, `s`) pressed again, or repeated by a held key, must not get past the Cancel default.
 The dialog returns True (confirmed) or False through `dismiss`.
 """
 
@@ -11,11 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.markup import escape
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -40,7 +40,8 @@ class Target:
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """A yes/no dialog: `title`, body lines (Rich markup), a red confirm button and a focused Cancel."""
+    """A yes/no dialog: `title` (plain text), body lines (Content, or plain strings), a red confirm button and
+    a focused Cancel. Names in the body come from other users: they are Content variables, never markup."""
 
     AUTO_FOCUS = "#cancel"
     DEFAULT_CSS = """
@@ -64,22 +65,20 @@ class ConfirmScreen(ModalScreen[bool]):
     def __init__(
         self,
         title: str,
-        lines: Iterable[str],
+        lines: Iterable[str | Content],
         confirm_label: str = "Stop",
-        confirm_keys: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.title_text = title
         self.lines = list(lines)
         self.confirm_label = confirm_label
-        # Extra keys that confirm besides `y` (K confirms a kill, so K twice kills).
-        self.confirm_keys = tuple(confirm_keys)
 
     def compose(self) -> ComposeResult:
-        keys = "/".join(("y", *self.confirm_keys))
+        keys = "y"
         with Vertical(id="dialog"):
             yield Static(self.title_text, id="title", markup=False)
-            yield Static("\n".join(self.lines), id="body")
+            body = Content("\n").join(Content(x) if isinstance(x, str) else x for x in self.lines)
+            yield Static(body, id="body")
             with Horizontal(id="buttons"):
                 yield Button(f"{self.confirm_label} ({keys})", id="confirm", variant="error")
                 yield Button("Cancel (n/Esc)", id="cancel", variant="primary")
@@ -88,11 +87,6 @@ class ConfirmScreen(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id == "confirm")
-
-    def on_key(self, event: events.Key) -> None:
-        if event.key in self.confirm_keys:
-            event.stop()
-            self.dismiss(True)
 
     def action_confirm(self) -> None:
         self.dismiss(True)
@@ -109,25 +103,31 @@ class ConfirmScreen(ModalScreen[bool]):
 # --- what each dialog says ----------------------------------------------------------------------------------
 
 
-def memory_line(target: Target, units: str) -> str:
-    return (
-        f"memory: [b]{fmt_bytes(target.total, units)}[/b]  "
-        f"(CPU side {fmt_bytes(target.cpu_bytes, units)}, GPU side {fmt_bytes(target.gpu_bytes, units)})"
+def _line(markup: str, **values: object) -> Content:
+    """Our markup with the `$name` values inserted as plain text: a `[/b]` in a name is shown, not parsed."""
+    return Content.from_markup(markup, **values)
+
+
+def memory_line(target: Target, units: str) -> Content:
+    return _line(
+        "memory: [b]$total[/b]  (CPU side $cpu, GPU side $gpu)",
+        total=fmt_bytes(target.total, units),
+        cpu=fmt_bytes(target.cpu_bytes, units),
+        gpu=fmt_bytes(target.gpu_bytes, units),
     )
 
 
-def container_lines(target: Target, units: str) -> list[str]:
+def container_lines(target: Target, units: str) -> list[str | Content]:
     compose = "—"
     if target.project or target.service:
-        compose = f"{escape(target.project or '?')} / {escape(target.service or '?')}"
-    lines = [
-        f"container: [b]{escape(target.label)}[/b]"
-        + (f"  ({escape(target.detail)})" if target.detail else ""),
-        f"image: {escape(target.image or '—')}",
+        compose = f"{target.project or '?'} / {target.service or '?'}"
+    detail = f"  ({target.detail})" if target.detail else ""
+    return [
+        _line("container: [b]$label[/b]$detail", label=target.label, detail=detail),
+        f"image: {target.image or '—'}",
         f"compose project / service: {compose}",
         memory_line(target, units),
     ]
-    return lines
 
 
 def stop_dialog(target: Target, units: str, timeout: float) -> ConfirmScreen:
@@ -137,35 +137,37 @@ def stop_dialog(target: Target, units: str, timeout: float) -> ConfirmScreen:
 
 
 def kill_dialog(target: Target, units: str, why: str | None = None) -> ConfirmScreen:
-    lines = ([escape(why), ""] if why else []) + container_lines(target, units)
+    lines = ([why, ""] if why else []) + container_lines(target, units)
     lines.append("\nSIGKILL now: the container gets no chance to clean up.")
-    return ConfirmScreen(f"Kill container {target.label}?", lines, "Kill", confirm_keys=("K",))
+    return ConfirmScreen(f"Kill container {target.label}?", lines, "Kill")
 
 
 def project_dialog(project: str, targets: Sequence[Target], units: str, timeout: float) -> ConfirmScreen:
     width = max((len(t.label) for t in targets), default=0)
-    lines = [f"compose project [b]{escape(project)}[/b]: {len(targets)} running container(s)", ""]
+    lines: list[str | Content] = [
+        _line("compose project [b]$project[/b]: $n running container(s)", project=project, n=len(targets)),
+        "",
+    ]
     for t in targets:
         # One short line each (80 columns): name, service, memory; the image is in the `s` dialog.
-        lines.append(
-            f"  [b]{escape(t.label.ljust(width))}[/b]  {fmt_bytes(t.total, units):>9}"
-            f"  (CPU {fmt_bytes(t.cpu_bytes, units)}, GPU {fmt_bytes(t.gpu_bytes, units)})"
-            + (f"  {escape(t.service)}" if t.service else "")
+        rest = (
+            f"  {fmt_bytes(t.total, units):>9}  (CPU {fmt_bytes(t.cpu_bytes, units)}, "
+            f"GPU {fmt_bytes(t.gpu_bytes, units)})" + (f"  {t.service}" if t.service else "")
         )
+        lines.append(_line("  [b]$label[/b]$rest", label=t.label.ljust(width), rest=rest))
     total = sum(t.total for t in targets)
-    lines.append(f"\nmemory in all: [b]{fmt_bytes(total, units)}[/b]")
+    lines.append(_line("\nmemory in all: [b]$total[/b]", total=fmt_bytes(total, units)))
     lines.append(f"SIGTERM, then the engine's SIGKILL after {timeout:g} s.")
     return ConfirmScreen(f"Stop compose project {project}?", lines, "Stop all")
 
 
 def signal_dialog(target: Target, pid: int, signame: str, units: str) -> ConfirmScreen:
-    lines = [
-        f"process: [b]{escape(target.label)}[/b]  PID {pid}",
-        f"command: {escape(target.detail or '—')}",
+    lines: list[str | Content] = [
+        _line("process: [b]$label[/b]  PID $pid", label=target.label, pid=pid),
+        f"command: {target.detail or '—'}",
         memory_line(target, units),
     ]
     if signame == "SIGKILL":
         lines.append("\nSIGKILL: the process gets no chance to clean up.")
     label = "Kill" if signame == "SIGKILL" else "Terminate"
-    keys = ("K",) if signame == "SIGKILL" else ("k",)
-    return ConfirmScreen(f"Send {signame} to {target.label} ({pid})?", lines, label, confirm_keys=keys)
+    return ConfirmScreen(f"Send {signame} to {target.label} ({pid})?", lines, label)

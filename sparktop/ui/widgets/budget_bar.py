@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from itertools import pairwise
 
 from rich.text import Text
 from textual.color import Color
@@ -263,15 +264,17 @@ class BudgetBar(LineDiffWidget):
                 if _place(occupied, col + 2, label):
                     cells.append((col + 2, label, color))
                     break
+        for nbytes, name in ((safe_bytes, "safe"), (max_bytes, "aggressive")):
+            if nbytes >= total:
+                # At the right end, where it does not cover the other line's label or marker.
+                for note in (f"{name} {fmt_gb(nbytes)} ≥ pool", f"{fmt_gb(nbytes)} ≥ pool"):
+                    if _place(occupied, width - len(note), note):
+                        cells.append((width - len(note), note, "dim"))
+                        break
+                break
         text = Text(" " * width)
         for start, label, style in cells:
             text = text[:start] + Text(label, style=style) + text[start + len(label) :]
-        for nbytes, name in ((safe_bytes, "safe"), (max_bytes, "aggressive")):
-            if nbytes >= total:
-                text = text[: width - 1]
-                note = Text(f"{name} {fmt_gb(nbytes)} ≥ pool", style="dim")
-                text = text[: max(0, width - note.cell_len)] + note
-                break
         return text
 
     def _bar(
@@ -281,14 +284,13 @@ class BudgetBar(LineDiffWidget):
         cells: list[str] = []
         chars: list[str] = []
         fg: list[str] = []
+        marks = {col: name for col, _nbytes, name in self._line_cols(total, safe_bytes, max_bytes, width)}
+        start = 0
         for seg, cols in zip(self.segments, _columns(self.segments, total, width), strict=True):
             cells.extend([seg.color] * cols)
-            short = seg.label.split(" (")[0]
-            names = (seg.label, short, short[: cols - 3] + "…") if labels and cols >= 6 else ()
-            name = next((n for n in names if len(n) + 2 <= cols), "")
-            chars.extend((f" {name}" if name else "").ljust(cols))
+            chars.extend(_segment_text(seg.label, start, cols, marks) if labels else " " * cols)
             fg.extend([_ink(seg.color)] * cols)
-        marks = {col: name for col, _nbytes, name in self._line_cols(total, safe_bytes, max_bytes, width)}
+            start += cols
         # One span per run of same-styled cells, not per cell: ~10 spans instead of ~120 (spans are most of
         # the cost of turning the text into screen lines).
         text = Text()
@@ -348,6 +350,25 @@ class BudgetBar(LineDiffWidget):
         if self.detailed and seg.gpu_bytes:
             size += f" (GPU {fmt_bytes(seg.gpu_bytes, units)})"
         return Text.assemble(("■ ", seg.color), (seg.label, "bold"), f" {size}")
+
+
+def _segment_text(label: str, start: int, cols: int, marks: dict[int, str]) -> str:
+    """A segment's cells with its name in the widest stretch between the threshold lines drawn across it
+    (a line never overwrites a letter), shortened with "…" to fit; blank where no wording fits."""
+    cuts = [start - 1, *sorted(c for c in marks if start <= c < start + cols), start + cols]
+    gaps = [(b - a - 1, a + 1) for a, b in pairwise(cuts)]  # (length, first cell)
+    widest = max(room for room, _first in gaps)
+    short = label.split(" (")[0]
+    names = (label, short, short[: widest - 3] + "…") if widest >= 6 else ()
+    out = [" "] * cols
+    for name in names:
+        # The earliest stretch it fits in: the name stays near its segment's start.
+        first = next((first for room, first in gaps if len(name) + 2 <= room), None)
+        if first is not None:
+            for i, char in enumerate(f" {name}"):
+                out[first - start + i] = char
+            break
+    return "".join(out)
 
 
 def _line_count(widths: list[int], width: int) -> int:

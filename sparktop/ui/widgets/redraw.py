@@ -132,5 +132,10 @@ def line_strips(widget: Widget, line: Text, width: int) -> list[Strip]:
     style = widget.visual_style
     if line.cell_len > width or "\t" in line.plain or widget.styles.content_align != ("left", "top"):
         return Visual.to_strips(widget, visualize(widget, line), width, None, style)
-    segments = Segment.apply_style(line.render(widget.app.console, end=""), style.rich_style)
+    base = style.rich_style
+    if line.style:
+        # Text.render leaves a line without spans unstyled: its own base style (a dim scale line) goes on
+        # here, under the widget's, as Textual's path does.
+        base = base + widget.app.console.get_style(line.style)
+    segments = Segment.apply_style(line.render(widget.app.console, end=""), base)
     return [Strip(Segment.simplify(segments), line.cell_len)]

@@ -27,11 +27,18 @@ class StatusLine(Widget):
         paused: bool,
         stale: str | None,
         filter_text: str,
+        modes: list[str] | None = None,
     ) -> None:
+        """`modes`: "demo", "replay", "read-only": each a badge, so simulated or recorded data and disabled
+        actions are never taken for the live machine."""
         text = Text.assemble(("sparktop", "bold"))
+        for mode in modes or ():
+            text.append(" ")
+            text.append(f" {mode.upper()} ", style="bold reverse")
         if snapshot is not None and snapshot.hostname:
             text.append(f" · {snapshot.hostname}")
-        text.append(f" · {source}", style="dim")
+        if source not in (modes or ()):
+            text.append(f" · {source}", style="dim")
         if snapshot is not None:
             text.append(f" · {time.strftime('%H:%M:%S', time.localtime(snapshot.timestamp))}")
         text.append(f" · every {interval:g} s", style="dim")

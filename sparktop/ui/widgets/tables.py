@@ -19,6 +19,7 @@ from textual.cache import LRUCache
 from textual.widgets import DataTable
 
 from sparktop.analysis.accounting import process_key
+from sparktop.collect.controllers import foreign_engine
 from sparktop.format import fmt_bytes, fmt_rate
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
@@ -125,12 +126,15 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
         mem = c.memory
         consumer = consumers.get(key)
         cpu = consumer.cpu_bytes if consumer else (mem.working_set if mem else None)
-        gpu = consumer.gpu_bytes if consumer else c.gpu_bytes
+        # Without a GPU there is no GPU figure: "—", as on the processes tab, not a measured-looking 0.
+        gpu = (consumer.gpu_bytes if consumer else c.gpu_bytes) if snapshot.gpu.available else None
+        # A container of an engine sparktop is not connected to: seen, not stoppable; the row says whose.
+        engine = foreign_engine(c, snapshot.docker) if snapshot.source == "live" else None
         values = {
-            "name": c.label,
+            "name": f"{c.label} (not connected)" if engine else c.label,
             "project": c.compose_project or "",
             "service": c.compose_service or "",
-            "status": c.status or "",
+            "status": c.status or ("not connected" if engine else ""),
             "image": c.image or "",
             "id": c.short_id,
             "cpu": cpu,

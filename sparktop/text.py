@@ -1,0 +1,79 @@
+"""Text that others control, made safe to show: control characters visible, nothing that steers a terminal.
+
+Process names, command lines, container and compose labels, model names, file contents and the error messages
+that quote them are written by other users. Written raw, `ESC ] 2 ; … BEL` renames the admin's terminal
+window, `ESC [ 31 m` recolours it, `\\x9b` is the one-byte CSI, and U+202E reverses what follows on screen.
+Rich and Textual strip only BEL, BS, VT, FF and CR, so this is done here, once, where such text enters
+sparktop: the snapshot's string fields are `VisibleStr` (every source, live, demo, replay or a future
+collector, builds its snapshot through the model), and the few texts that never become a model (errors naming
+a file, toasts, the text output of `--once` and `plan`) go through `visible()` / `visible_lines()`.
+
+The visible forms are printable and `visible` leaves them alone, so applying it twice changes nothing (a
+recording replayed is validated again):
+
+- C0 controls and DEL in caret notation, as `cat -v` and less show them: ESC → `^[`, BEL → `^G`, TAB → `^I`,
+  newline → `^J`, DEL → `^?`;
+- C1 controls (U+0080–U+009F) as `\\x9b`;
+- bidi controls, line and paragraph separators and lone surrogates as `<U+202E>`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+# What a terminal acts on or that reorders the text around it. Other unprintable characters (NBSP, zero-width
+# joiners in emoji, unassigned code points) are drawn as text, so they stay.
+_OTHER_CONTROLS = (
+    "\x7f-\x9f"  # DEL, C1
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides, isolates
+    "\u2028\u2029"  # line and paragraph separators
+    "\ud800-\udfff"  # lone surrogates (undecodable bytes kept by surrogateescape): not writable as UTF-8
+)
+_CONTROL = re.compile(f"[\x00-\x1f{_OTHER_CONTROLS}]")
+_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHER_CONTROLS}]")
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    if code == 0x7F:
+        return "^?"
+    if code <= 0x9F:
+        return f"\\x{code:02x}"
+    return f"<U+{code:04X}>"
+
+
+def visible(text: str) -> str:
+    """`text` as one line of plain text: every control character, bidi control and line break made visible."""
+    if text.isprintable():  # the common case, checked in C: nothing to do
+        return text
+    return _CONTROL.sub(_shown, text)
+
+
+def visible_lines(text: str) -> str:
+    """As `visible`, keeping newlines: for text sparktop lays out in lines itself (`--once`, `plan`)."""
+    if text.isprintable():
+        return text
+    return _CONTROL_BUT_NEWLINE.sub(_shown, text)
+
+
+def has_raw_controls(text: str) -> bool:
+    """Whether `text` still holds a character `visible` would have replaced (newlines allowed)."""
+    return _CONTROL_BUT_NEWLINE.search(text) is not None
+
+
+# A string field that holds text from outside: made visible when the model is built.
+VisibleStr = Annotated[str, AfterValidator(visible)]
+
+
+_JSON_UNSAFE = re.compile(f"[{_OTHER_CONTROLS}]")
+
+
+def json_visible(document: str) -> str:
+    """A JSON document as `json.dumps` / pydantic write it, with the characters JSON leaves raw (C1 controls,
+    bidi controls, separators) written as `\\uXXXX` escapes too: the same data, safe on a terminal."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)

@@ -1,0 +1,170 @@
+"""Text that other users control, shown and acted on in the real dashboard (issue 13 items 1 and 2).
+
+A real child process renames itself to `[/b]evil` (prctl PR_SET_NAME, as any user can) and carries an argv
+that would rename the admin's terminal window and turn it red if written raw. The dashboard must show both as
+plain text with the control characters made visible, and stopping it with `s` / `k y` must leave the app
+running.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from textual.widgets import TabbedContent
+
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.sampler import LiveSource
+from sparktop.model import DockerStatus, GpuReport, Snapshot
+from sparktop.settings.config import Config
+from sparktop.text import has_raw_controls
+from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.widgets.tables import process_key
+
+EVIL_NAME = "[/b]evil"
+HOSTILE_ARG = "\x1b]2;PWNED\x07\x1b[31mRED"  # OSC 2 (window title), BEL, SGR red
+HOSTILE_ARG_SHOWN = "^[]2;PWNED^G^[[31mRED"
+# Renames itself (comm) like any user may, then waits for the signal.
+CHILD = (
+    "import ctypes, sys, time\nctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)\n"
+    "print('ready', flush=True)\ntime.sleep(60)\n"
+)
+
+
+class NoGpu:
+    def collect(self) -> GpuReport:
+        return GpuReport(available=False, reason="no GPU in the test")
+
+
+class NoDocker:
+    def containers(self):
+        return {}, DockerStatus(available=False, reason="not used in this test")
+
+    def close(self) -> None:
+        pass
+
+
+def spawn_hostile(where: Path) -> subprocess.Popen:
+    """The hostile process, its command line `py c [/b]evil ESC]2;PWNED…` (short: the table shows it all)."""
+    (where / "c").write_text(CHILD)
+    child = subprocess.Popen(
+        ["py", "c", EVIL_NAME, HOSTILE_ARG], executable=sys.executable, cwd=where, stdout=subprocess.PIPE
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+    return child
+
+
+def live_app(tmp_path: Path) -> SparktopApp:
+    app = SparktopApp(
+        LiveSource(nvml=NoGpu(), docker=NoDocker()),
+        Config(),
+        auto_refresh=False,
+        warmup=1,
+        user_theme_dir=tmp_path / "no-themes",
+    )
+    app.stops.log.path = tmp_path / "actions.log"
+    return app
+
+
+_SVG_TEXT = re.compile(r'<text [^>]*clip-path="url\(#terminal-\d+-line-(\d+)\)"[^>]*>([^<]*)</text>')
+
+
+def screen_text(app: SparktopApp) -> str:
+    """Every character the app would put on the terminal now, line by line (from its SVG screenshot)."""
+    lines: dict[int, list[str]] = {}
+    for number, text in _SVG_TEXT.findall(app.export_screenshot()):
+        lines.setdefault(int(number), []).append(html.unescape(text).replace("\xa0", " "))
+    return "\n".join("".join(parts) for _, parts in sorted(lines.items()))
+
+
+async def select_process(app: SparktopApp, pilot, pid: int) -> None:
+    await pilot.press("3")
+    await pilot.pause()
+    table = app.query_one(ProcessesTable)
+    assert app.latest is not None
+    proc = next(p for p in app.latest.processes if p.pid == pid)
+    table.move_cursor(row=table.get_row_index(process_key(proc)))
+    await pilot.pause()
+    assert app.selected_process().pid == pid
+
+
+async def test_markup_and_escapes_in_a_process_are_plain_text_and_k_y_keeps_running(tmp_path: Path) -> None:
+    child = spawn_hostile(tmp_path)
+    try:
+        app = live_app(tmp_path)
+        async with app.run_test(size=(160, 40), notifications=True) as pilot:
+            await select_process(app, pilot, child.pid)
+            proc = app.selected_process()
+            assert proc.name == EVIL_NAME
+            assert HOSTILE_ARG_SHOWN in proc.cmdline and not has_raw_controls(proc.cmdline)
+            table = app.query_one(ProcessesTable)
+            assert table.get_cell(process_key(proc), "command").plain == f"py c [/b]evil {HOSTILE_ARG_SHOWN}"
+            await pilot.press("s")  # not in a container: the hint names it
+            await pilot.pause()
+            assert app.stops.reports[-1].startswith(f"process {child.pid} ([/b]evil) is not in a container")
+            await pilot.press("k")
+            await pilot.pause()
+            dialog = screen_text(app)
+            assert "[/b]evil" in dialog and "PWNED" in dialog and not has_raw_controls(dialog)
+            await pilot.press("y")
+            await pilot.pause()
+            assert child.wait(timeout=10) == -15
+            assert app.stops.reports[-1] == f"sent SIGTERM to [/b]evil ({child.pid})"
+            await pilot.pause(0.5)  # the toast slides in
+            shown = screen_text(app)
+            assert f"sent SIGTERM to [/b]evil ({child.pid})" in shown
+            assert not has_raw_controls(shown)
+            assert app.is_running
+        assert app.return_code in (0, None)
+        (line,) = (tmp_path / "actions.log").read_text().splitlines()
+        assert line.split("\t")[1:] == ["SIGTERM", f"pid {child.pid} ([/b]evil)", "sent"]
+    finally:
+        child.kill()
+        child.wait()
+
+
+class HostileLabels(DemoSource):
+    """The demo with its audio compose project relabelled as markup, as any container owner can."""
+
+    def sample(self) -> Snapshot:
+        snapshot = super().sample()
+        # Through the model's validation, as every source builds its snapshots (replay, Docker discovery).
+        data = snapshot.model_dump()
+        for c in data["containers"]:
+            if c["compose_project"] == "audio-lab":
+                c["compose_project"] = "[/x]p"
+                c["name"] = f"[/x]{c['name']}\x1b[2J"
+        return Snapshot.model_validate(data)
+
+
+async def test_compose_project_named_as_markup_stops_and_reports(tmp_path: Path) -> None:
+    app = SparktopApp(
+        HostileLabels(scenario="default", seed=0),
+        Config(),
+        auto_refresh=False,
+        warmup=2,
+        user_theme_dir=tmp_path / "no-themes",
+    )
+    app.stops.log.path = tmp_path / "actions.log"
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.query_one(TabbedContent).active == "containers"
+        table = app.query_one("#containers-table", ContainersTable)
+        target = next(c for c in app.latest.containers if c.compose_project == "[/x]p")
+        table.move_cursor(row=table.get_row_index(f"container:{target.id}"))
+        await pilot.press("S")
+        await pilot.pause()
+        assert "[/x]p" in screen_text(app)
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        for _ in range(4):
+            await app.refresh_once()
+        await pilot.pause()
+        assert app.stops.reports[-1].startswith("stopped compose project [/x]p: 2 of 2 containers")
+        shown = screen_text(app)
+        assert not has_raw_controls(shown)
+        assert app.is_running

@@ -1,0 +1,94 @@
+"""The header says when the data is not the live machine (demo, replay) or actions are off (read-only), and
+the footer offers no stop key where nothing can be stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Footer
+
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.replay import Recorder, ReplaySource
+from sparktop.settings.config import Config
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.screens.confirm import ConfirmScreen
+from sparktop.ui.stop import READ_ONLY
+from sparktop.ui.widgets.status_line import StatusLine
+from tests.ui.demo_app import make_app
+
+
+def footer_keys(app: SparktopApp) -> dict[str, str]:
+    """Key -> description of the bindings the footer shows."""
+    return {
+        key: active.binding.description
+        for key, active in app.screen.active_bindings.items()
+        if active.binding.show
+    }
+
+
+def status(app: SparktopApp) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+def recording(tmp_path: Path) -> Path:
+    path = tmp_path / "rec.jsonl"
+    demo = DemoSource()
+    with Recorder(path) as rec:
+        for _ in range(5):
+            rec.write(demo.sample())
+    return path
+
+
+async def test_demo_says_demo_and_offers_stop() -> None:
+    app = make_app(warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert " DEMO " in status(app) and "READ-ONLY" not in status(app)
+        assert footer_keys(app).get("s") == "Stop"
+
+
+async def test_read_only_says_so_hides_stop_and_explains_the_key() -> None:
+    app = make_app(warmup=5, read_only=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert " READ-ONLY " in status(app)
+        assert "Stop" not in footer_keys(app).values()
+        await pilot.press("2")
+        for key in "sSkK":
+            await pilot.press(key)
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.reports == [READ_ONLY] * 4
+        footer_text = " ".join(str(w.render()) for w in app.query_one(Footer).query("*"))
+        assert "Stop" not in footer_text
+
+
+async def test_replay_says_replay_and_hides_stop(tmp_path: Path) -> None:
+    app = SparktopApp(ReplaySource(recording(tmp_path)), Config(), auto_refresh=False, warmup=3)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert " REPLAY " in status(app)
+        assert "Stop" not in footer_keys(app).values()
+        await pilot.press("2", "s")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.stops.reports == ["replay: nothing to stop"]
+
+
+@pytest.mark.parametrize("scenario", ["default"])
+async def test_demo_stops_are_marked_demo_in_the_action_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app = make_app(scenario, warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.press("s", "y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    lines = (tmp_path / "sparktop" / "actions.log").read_text().splitlines()
+    assert len(lines) == 1
+    _stamp, action, target, _result = lines[0].split("\t")
+    assert action == "stop" and target.startswith("[demo] container ")

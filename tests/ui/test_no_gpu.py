@@ -1,0 +1,68 @@
+"""Without a GPU no GPU figure reads as a measured 0: the containers table, the stop dialog and `--once`
+dash it, as the processes table always did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from sparktop.analysis.accounting import account
+from sparktop.cli import main
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.replay import Recorder
+from sparktop.model import GpuReport, Snapshot
+from sparktop.settings.config import Config
+from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.screens.confirm import ConfirmScreen
+
+
+def without_gpu(snapshot: Snapshot) -> Snapshot:
+    """A demo snapshot as a machine without NVML reports it (its processes then hold no GPU memory)."""
+    snapshot.gpu = GpuReport(available=False, reason="libnvidia-ml.so.1 not found")
+    for proc in snapshot.processes:
+        proc.gpu_bytes = None
+    for container in snapshot.containers:
+        container.gpu_bytes = 0
+    snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
+    return snapshot
+
+
+class NoGpuDemo(DemoSource):
+    """The demo's containers and controller, on a machine without a GPU."""
+
+    def sample(self) -> Snapshot:
+        return without_gpu(super().sample())
+
+
+def column(table, key: str) -> list[str]:
+    return [table.get_cell_at((row, table.get_column_index(key))).plain for row in range(table.row_count)]
+
+
+async def test_tables_and_stop_dialog_dash_the_gpu_side() -> None:
+    app = SparktopApp(NoGpuDemo("audio"), Config(), auto_refresh=False, warmup=5, clock=lambda: 0.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        containers = app.query_one(ContainersTable)
+        assert containers.row_count and set(column(containers, "gpu")) == {"—"}
+        await pilot.press("3")
+        await pilot.pause()
+        assert set(column(app.query_one(ProcessesTable), "gpu")) == {"—"}
+        await pilot.press("2", "s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        body = "\n".join(str(w.render()) for w in app.screen.query(Static))
+        assert "GPU side —" in body and "GPU side 0" not in body
+
+
+def test_once_dashes_the_gpu_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "nogpu.jsonl"
+    demo = DemoSource("audio")
+    with Recorder(path) as rec:
+        rec.write(without_gpu(demo.sample()))
+    assert main(["--replay", str(path), "--once"]) == 0
+    out = capsys.readouterr().out
+    consumers = [line for line in out.splitlines() if " cpu " in line]
+    assert consumers and all(line.rstrip().endswith("gpu          —") for line in consumers), out
