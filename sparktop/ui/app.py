@@ -58,6 +58,7 @@ from sparktop.ui.widgets.tables import (
 
 MIN_WIDTH = 60
 MIN_HEIGHT = 18
+MAX_MESSAGES = 200  # the messages screen keeps the latest this many
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
@@ -90,6 +91,7 @@ class SparktopApp(App[None]):
         Binding("plus,equals_sign", "faster", "Interval", key_display="+/-"),
         Binding("minus", "slower", "Slower", show=False),
         Binding("t", "next_theme", "Theme", show=False),
+        Binding("m", "messages", "Messages", show=False),
         Binding("1", "show_tab('dashboard')", "Dashboard", show=False),
         Binding("2", "show_tab('containers')", "Containers", show=False),
         Binding("3", "show_tab('processes')", "Processes", show=False),
@@ -137,6 +139,7 @@ class SparktopApp(App[None]):
         self.pressure = PressureTracker()
         self.process_trends = RowTrends(window_s=CREEP_WINDOW_S)
         self._startup_messages = list(startup_messages)
+        self.messages: list[tuple[str, str, str]] = []  # (time, title, text) of each warning and error
         self._on_first_frame = on_first_frame
         self._spark_themes, theme_errors = load_themes(user_theme_dir)
         self._startup_messages.extend(theme_errors)
@@ -174,7 +177,14 @@ class SparktopApp(App[None]):
         error messages that others control (a process named `[/b]x` would end the app as markup)."""
         if not markup:
             message, title = visible_lines(message), visible(title)
+        if severity in ("warning", "error"):  # kept for the messages screen (m): toasts fade
+            self.remember(message, title)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def remember(self, message: str, title: str = "") -> None:
+        """Keep a warning for the messages screen (m) without a toast (the 4th and later of a burst)."""
+        self.messages.append((time.strftime("%H:%M:%S"), visible(title), visible_lines(message)))
+        del self.messages[:-MAX_MESSAGES]
 
     # -- layout ----------------------------------------------------------------------------------------------
 
@@ -211,7 +221,7 @@ class SparktopApp(App[None]):
         self.query_one(ConsumerSummary).border_title = "Consumers"
         self._apply_size(self.size.width, self.size.height)
         for message in self._startup_messages:
-            self.notify(message, title="sparktop", severity="warning", timeout=12)
+            self.notify(message, title="sparktop · m shows it again", severity="warning", timeout=12)
         for _ in range(self.warmup):
             try:
                 snapshot = self.source.sample()
@@ -560,6 +570,12 @@ class SparktopApp(App[None]):
         slower = [i for i in INTERVALS if i > self.interval + 1e-9]
         self._set_interval(slower[0] if slower else self.interval)
 
+    def action_messages(self) -> None:
+        from sparktop.ui.screens.messages import MessagesScreen
+
+        if not isinstance(self.screen, MessagesScreen):
+            self.push_screen(MessagesScreen(self.messages))
+
     def action_next_theme(self) -> None:
         names = list(self._spark_themes)
         if not names:
@@ -622,7 +638,7 @@ class SparktopApp(App[None]):
         )
         yield SystemCommand("Refresh faster", "Shorter sampling interval (+)", self.action_faster)
         yield SystemCommand("Refresh slower", "Longer sampling interval (-)", self.action_slower)
-        yield SystemCommand("Next sparktop theme", "Cycle dark, light, high contrast, NVIDIA (t)",
+        yield SystemCommand("Next sparktop theme", "Cycle the themes in name order (t)",
                             self.action_next_theme)  # fmt: skip
         yield SystemCommand(
             "Filter tables", "Filter containers and processes by text (/)", self.action_filter
@@ -644,3 +660,7 @@ class SparktopApp(App[None]):
             lambda: self.action_show_tab("whatif"),
         )  # fmt: skip
         yield SystemCommand("Help", "Keys and how to read the dashboard (?)", self.action_help)
+        yield SystemCommand(
+            "Messages", "Every warning and error since start: config, themes, catalog, plans (m)",
+            self.action_messages,
+        )  # fmt: skip

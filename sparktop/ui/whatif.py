@@ -176,6 +176,11 @@ class WhatIfPane(Vertical):
             self.plan = Plan(catalog)
         for error in catalog.errors[:3]:
             self.app.notify(error, title="catalog", severity="warning", timeout=8)
+        remember = getattr(self.app, "remember", None)
+        if len(catalog.errors) > 3 and remember is not None:
+            for error in catalog.errors[3:]:
+                remember(error, "catalog")
+            self.app.notify(f"{len(catalog.errors) - 3} more catalog problems: m shows them all", timeout=8)
         self._fill_catalog()
         self._update()
 

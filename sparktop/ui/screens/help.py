@@ -25,6 +25,7 @@ A live view of the DGX Spark's **one unified memory pool**, shared by the CPU an
 | `p` | pause / resume the display (sampling goes on) |
 | `+` / `-` | refresh faster / slower |
 | `t` | next theme |
+| `m` | messages: every warning since start (config, theme, catalog and plan file problems) |
 | `s` | stop the selected container (or the container of the selected process), after a confirmation |
 | `S` | stop every running container of the selected row's compose project |
 | `k` / `K` | SIGTERM / SIGKILL the selected host process; `K` also kills a container whose stop timed out |
