@@ -143,7 +143,7 @@ async def test_stop_a_container_holding_shm_frees_it(docker_engine, docker_run, 
         consumer = next(k for k in app.latest.accounting.consumers if k.key == f"container:{c.id}")
         assert consumer.cpu_bytes >= SHM  # the cgroup charges the shm pages to the container
         assert f"memory: {fmt_bytes(consumer.total)}" in text
-        assert f"GPU side {fmt_bytes(consumer.gpu_bytes)}" in text
+        assert "GPU side —" in text  # no GPU here: a dash, not a measured-looking 0
         used_before = app.latest.memory.used
         await pilot.press("y")
         await pilot.pause()
