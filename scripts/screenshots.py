@@ -68,6 +68,14 @@ SHOTS = (
         plan=("llama3.1:70b", "qwen2.5-coder:32b", "ssd-tetris"),
     ),
     Shot("stop-dialog", "sparktop: stop a container", (120, 36), keys=("2", "s")),
+    Shot("models", "sparktop: model servers", (120, 36), scenario="servers", keys=("5",), warmup=26),
+    Shot(
+        "dashboard-servers",
+        "sparktop: one segment per served model",
+        (120, 36),
+        scenario="servers",
+        warmup=26,
+    ),
 )
 
 

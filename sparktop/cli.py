@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from sparktop import __version__
 from sparktop.format import fmt_bytes, fmt_size
-from sparktop.settings.config import Config, apply_overrides, load_config
+from sparktop.settings.config import INTERVAL_RANGE, Config, apply_overrides, load_config
 from sparktop.settings.files import SettingsError
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
     try:
         if opts.once:
             return _print_once(source, as_json=opts.json, units=config.units, problems=problems)
-        return _run_dashboard(source, config, problems)
+        return _run_dashboard(source, config, problems, interval_flag=opts.interval is not None)
     finally:
         source.close()
 
@@ -200,14 +201,34 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     return "\n".join(lines)
 
 
-def _run_dashboard(source: SnapshotSource, config: Config, problems: list[str]) -> int:
+def _run_dashboard(source: SnapshotSource, config: Config, problems: list[str], interval_flag: bool) -> int:
+    import os
+
+    from sparktop.terminal import dashboard_refusal, terminal_size
+
+    recorded_interval = getattr(source, "recorded_interval", None)
+    if recorded_interval and not interval_flag:
+        # A recording plays at its own pace unless --interval says, within the same bounds as any interval.
+        low, high = INTERVAL_RANGE
+        config = config.model_copy(update={"interval": min(max(float(recorded_interval), low), high)})
+    refusal = dashboard_refusal(os.environ, terminal_size())
+    if refusal is not None:
+        print(f"sparktop: {refusal}", file=sys.stderr)
+        return 2
     from sparktop.ui.app import SparktopApp
 
     app = SparktopApp(
-        source, config, read_only=config.read_only, startup_messages=problems, on_first_frame=_resume_gc
+        source,
+        config,
+        read_only=config.read_only,
+        startup_messages=problems,
+        on_first_frame=_resume_gc,
+        exit_on_signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
     )
     app.run()
-    return 0
+    # Textual has restored the terminal and printed the traceback of a crash on stderr by now; a crash
+    # (return code 1) or a signal (128 + its number) must not look like success to a script.
+    return app.return_code or 0
 
 
 def _resume_gc() -> None:

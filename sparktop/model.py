@@ -166,6 +166,8 @@ class ContainerInfo(_Model):
     memory: CgroupMemory | None = None
     pids: list[int] = Field(default_factory=list)
     gpu_bytes: int = 0
+    # Host TCP ports the container publishes (Docker discovery): where a model server in it answers.
+    ports: list[int] = Field(default_factory=list)
 
     @property
     def short_id(self) -> str:
@@ -196,6 +198,8 @@ class Consumer(_Model):
     kind: ConsumerKind
     cpu_bytes: int = 0
     gpu_bytes: int = 0
+    # The consumer this one was split from (a served model's server container or process): drawn next to it.
+    parent: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -215,6 +219,54 @@ class Accounting(_Model):
     overcount_removed: int = 0
 
 
+# --- add-on collectors: model servers ---------------------------------------------------------------------
+
+
+class ServedModel(_Model):
+    """One model a server holds. Every figure is optional: each server version reports different ones."""
+
+    name: VisibleStr
+    cpu_bytes: int | None = None  # host-side part (Ollama: size - size_vram)
+    gpu_bytes: int | None = None  # GPU-side part (Ollama: size_vram)
+    # What the server took at start-up whether used or not (vLLM: gpu_memory_utilization × device memory):
+    # on a Spark this is what the pool loses, however empty the KV cache is.
+    reserved_bytes: int | None = None
+    context_length: int | None = None
+    kv_cache_usage: float | None = None  # 0..1 of the KV cache in use
+    kv_cache_tokens: int | None = None  # KV-cache capacity in tokens (blocks × block size)
+    requests_running: int | None = None
+    requests_waiting: int | None = None
+    prompt_tokens_total: float | None = None  # counters, for rates
+    generation_tokens_total: float | None = None
+    tokens_per_s: float | None = None  # generated tokens per second since the previous reading
+    expires_at: float | None = None  # Unix time the server will unload it (Ollama keep_alive)
+    parameter_size: VisibleStr | None = None
+    quantization: VisibleStr | None = None
+    gpu_memory_utilization: float | None = None
+
+    @property
+    def total_bytes(self) -> int | None:
+        if self.cpu_bytes is None and self.gpu_bytes is None:
+            return self.reserved_bytes
+        return (self.cpu_bytes or 0) + (self.gpu_bytes or 0)
+
+
+class ServiceReport(_Model):
+    """What one add-on collector saw at one endpoint this tick; `error`: one readable line when it failed."""
+
+    collector: str
+    endpoint: VisibleStr = ""
+    error: VisibleStr | None = None
+    server: VisibleStr | None = None  # "ollama", "vllm", "llama.cpp", "sglang"
+    version: VisibleStr | None = None  # as the server reports it, when it does
+    models: list[ServedModel] = Field(default_factory=list)
+    # The metric names / fields this server version gave, so the screen can say which version gave what.
+    fields: list[VisibleStr] = Field(default_factory=list)
+    # The consumer key ("container:<id>", "process:<pid>:<start>") of what runs the server, when known.
+    owner: VisibleStr | None = None
+    checked_at: float | None = None  # Unix time of the reading shown
+
+
 # --- the snapshot ----------------------------------------------------------------------------------------
 
 
@@ -229,5 +281,6 @@ class Snapshot(_Model):
     containers: list[ContainerInfo] = Field(default_factory=list)
     docker: DockerStatus = Field(default_factory=lambda: DockerStatus(available=False, reason="not probed"))
     accounting: Accounting | None = None
+    services: list[ServiceReport] = Field(default_factory=list)
     # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
     errors: list[VisibleStr] = Field(default_factory=list)

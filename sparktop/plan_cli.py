@@ -25,6 +25,7 @@ from sparktop.text import json_visible, visible_lines
 
 if TYPE_CHECKING:
     from sparktop.model import Snapshot
+    from sparktop.plan.measured import LiveFacts
 
 EXIT_FITS, EXIT_TIGHT, EXIT_OOM, EXIT_BAD_INPUT = 0, 1, 2, 3
 EXIT_CODES = {FITS: EXIT_FITS, TIGHT: EXIT_TIGHT, OOM_RISK: EXIT_OOM, WONT_FIT: EXIT_OOM}
@@ -38,6 +39,17 @@ EXIT_STATUS = """exit status (the memory verdict; as a guard: `sparktop plan ...
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.print_usage(sys.stderr)
     parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message}\n")
+
+
+def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:
+    """Peaks measured on this machine (the footprint store) and, with a live baseline, what runs now."""
+    from sparktop.footprints import shared_store
+    from sparktop.plan.measured import LiveFacts
+
+    store = shared_store()
+    if store.status:
+        print(f"sparktop plan: {store.status}", file=sys.stderr)
+    return LiveFacts(footprints=store.all, snapshot=snap, use_measured=use_measured)
 
 
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +71,11 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "--clean",
         action="store_true",
         help="plan for a clean machine (system overhead only) instead of what runs now",
+    )
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="use the estimates even where a peak was measured on this machine",
     )
     parser.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     parser.add_argument("--verbose", "-v", action="store_true", help="show how each figure was computed")
@@ -293,6 +310,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
 
     baseline: Baseline
     fallback_note = None
+    snap = None
     if args.clean:
         baseline = Baseline.clean()
     else:
@@ -304,7 +322,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             print(visible_lines(f"sparktop plan: {fallback_note}"), file=sys.stderr)
             baseline = Baseline.clean()
 
-    ev = evaluate(plan, baseline, safe, aggressive)
+    ev = evaluate(plan, baseline, safe, aggressive, facts=_facts(snap, use_measured=not args.estimate))
     if fallback_note:
         ev.notes.append(fallback_note)
     if getattr(args, "save", None):

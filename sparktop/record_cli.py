@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -14,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sparktop.cli import add_source_arguments
 
     parser.description = (
-        "Append snapshots to a JSONL file, flushed every tick; replay with `sparktop --replay FILE`. A "
+        "Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times smaller), "
+        "flushed every tick; replay with `sparktop --replay FILE`. A "
         "recording holds the command line, user and memory of every process on the machine (arguments "
         "included, passwords or tokens given on a command line too): it is created readable by you only "
         "(0600); think before sharing it."
@@ -53,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2
+    # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
+    # (a compressed one gets its end marker) and the count is reported.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     try:
         count = record(source, args.file, interval=args.interval, duration=args.duration, mode=mode)
     except FileExistsError as exc:
@@ -65,3 +71,7 @@ def run(args: argparse.Namespace) -> int:
         source.close()
     print(f"sparktop record: wrote {count} snapshots to {args.file}", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import re
 import threading
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -36,6 +37,8 @@ from sparktop.model import (
     Pressure,
     PressureLine,
     ProcessInfo,
+    ServedModel,
+    ServiceReport,
     Snapshot,
 )
 
@@ -49,6 +52,7 @@ DEMO_SCENARIOS: dict[str, str] = {
     "critical": "near exhaustion: under 5 % available, memory pressure (PSI) high and sustained",
     "everything": "scenario G: training + Omni + Chatterbox + llama3.1:70b + Devstral (~120 GB)",
     "idle": "nothing loaded: desktop, Docker and SSH only",
+    "servers": "model servers: one Ollama holding three models, a vLLM server that reserved 30 %, whisper",
 }
 
 # The simulated machine.
@@ -102,6 +106,12 @@ class _Workload:
     creep_cpu: float = 0.0
     creep_cycle_s: float = 30 * 60.0
     ignores_sigterm: bool = False
+    # A model server in the container: "ollama" (one loaded model per `ollama runner` process, named in
+    # `models` in the same order) or "vllm" (one model; `models[0]`, reserving gpu_memory_utilization).
+    server: str | None = None
+    port: int = 0
+    models: tuple[str, ...] = ()
+    gpu_memory_utilization: float | None = None
 
 
 def _gb(x: float) -> int:
@@ -180,6 +190,9 @@ def _ollama(key: str, model: str, blob: str, rss: float, gpu: float, file: float
         activity="bursty",
         busy_util=util,
         uptime_s=26 * 3600.0 + 1_204,
+        server="ollama",
+        port=11434,
+        models=(model,),
     )
 
 
@@ -200,6 +213,62 @@ _OLLAMA_8B = _ollama(
     gpu=5.1,
     file=1.2,
     util=88.0,
+)
+
+
+def _runner(model: str, blob: str, ctx: int, rss: float, gpu: float) -> _Proc:
+    return _Proc(
+        "ollama",
+        f"/usr/bin/ollama runner --model /root/.ollama/models/blobs/sha256-{blob} --ctx-size {ctx} "
+        f"--batch-size 512 --n-gpu-layers 999 --threads 20 --parallel 1  # {model}",
+        rss=_gb(rss),
+        gpu=_gb(gpu),
+        cpu=102.0,
+    )
+
+
+# One Ollama holding three models, one runner each (how Ollama loads them).
+_OLLAMA_MULTI = replace(
+    _OLLAMA_8B,
+    key="ollama-multi",
+    procs=(
+        _Proc("ollama", "/bin/ollama serve", rss=_gb(0.09), cpu=1.5),
+        _runner("qwen3:32b", "3291abe70f16ee9682de7bfae08db537", 16384, 0.8, 21.4),
+        _runner("gemma3:12b", "e8ad13eff07a78d89926e9e8b882317d", 8192, 0.6, 9.1),
+        _runner("nomic-embed-text:latest", "970aa74c0a90ef7482477cf803618e77", 2048, 0.2, 0.6),
+    ),
+    anon=_gb(1.75),
+    file=_gb(2.8),
+    models=("qwen3:32b", "gemma3:12b", "nomic-embed-text:latest"),
+)
+
+_VLLM = _Workload(
+    key="vllm",
+    name="vllm-qwen3-8b",
+    image="vllm/vllm-openai:v0.11.0",
+    project="llm",
+    service="vllm",
+    procs=(
+        _Proc(
+            "python3",
+            "python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --port 8000 "
+            "--gpu-memory-utilization 0.3 --max-model-len 32768",
+            rss=_gb(3.4),
+            # vLLM takes gpu_memory_utilization × total at start-up (weights + KV cache), used or not.
+            gpu=int(0.3 * 127_612_108 * 1024) - _gb(3.4),
+            cpu=105.0,
+        ),
+    ),
+    anon=_gb(3.5),
+    file=_gb(1.6),
+    shmem=_gb(1.0),
+    activity="bursty",
+    busy_util=91.0,
+    uptime_s=2 * 3600.0 + 310,
+    server="vllm",
+    port=8000,
+    models=("Qwen/Qwen3-8B",),
+    gpu_memory_utilization=0.3,
 )
 
 
@@ -382,6 +451,7 @@ _SCENARIOS: dict[str, _Scenario] = {
         kernel=_gb(3.3),
     ),
     "idle": _Scenario((), host_cache=_gb(4.0), kernel=_gb(2.1)),
+    "servers": _Scenario((_WHISPER, _OLLAMA_MULTI, _VLLM), host_cache=_gb(12.0), kernel=_gb(2.8)),
 }
 assert set(_SCENARIOS) == set(DEMO_SCENARIOS)
 
@@ -654,6 +724,7 @@ class DemoSource:
 
         processes: list[ProcessInfo] = []
         containers: list[ContainerInfo] = []
+        services: list[ServiceReport] = []
         gpu_procs: list[GpuProcess] = []
         util = 0.0
         host_cpu = 0.0
@@ -708,6 +779,7 @@ class DemoSource:
             )
             used += 12 * MIB + (c.shim_pid % 7) * MIB
             gpu_total = 0
+            proc_gpus: list[int] = []
             for i, (proc, pid) in enumerate(zip(spec.procs, c.pids, strict=True)):
                 gpu = 0
                 if proc.gpu:
@@ -719,6 +791,7 @@ class DemoSource:
                     gpu -= gpu % (2 * MIB)  # the allocator hands out 2 MiB pages
                     gpu_total += gpu
                     gpu_procs.append(GpuProcess(pid=pid, used_bytes=gpu, kind="compute"))
+                proc_gpus.append(gpu)
                 rss = proc.rss + (creep_cpu if i == 0 else 0) + int(proc.rss * c.rng.uniform(-0.004, 0.004))
                 cpu = proc.cpu * c.rng.uniform(0.85, 1.1) if busy else proc.cpu * c.rng.uniform(0.0, 0.03)
                 host_cpu += cpu
@@ -771,8 +844,11 @@ class DemoSource:
                     memory=memory,
                     pids=list(c.pids),
                     gpu_bytes=gpu_total,
+                    ports=[spec.port] if spec.server else [],
                 )
             )
+            if spec.server:
+                services.append(self._service(c, t, proc_gpus, busy))
 
         # kernel, driver (a CUDA context costs the driver a little), page tables
         cuda_contexts = sum(1 for p in gpu_procs if p.kind != "graphics")
@@ -827,7 +903,59 @@ class DemoSource:
             containers=containers,
             docker=DockerStatus(available=True),
             accounting=account(memory, gpu_report, processes, containers),
+            services=services,
         )
+
+    def _service(self, c: _Container, t: float, gpus: list[int], busy: bool) -> ServiceReport:
+        """What the container's model server would answer: Ollama's /api/ps or vLLM's /metrics, from the
+        simulated memory (no random draws, so the other figures of a scenario do not move)."""
+        spec = c.spec
+        common = {
+            "collector": "servers",
+            "endpoint": f"http://127.0.0.1:{spec.port}",
+            "owner": f"container:{c.id}",
+            "checked_at": t,
+        }
+        if spec.server == "ollama":
+            models = []
+            for i, (name, proc, gpu) in enumerate(zip(spec.models, spec.procs[1:], gpus[1:], strict=False)):
+                ctx = re.search(r"--ctx-size (\d+)", proc.cmdline)
+                active = busy and i == 0
+                # keep_alive 5 min after the last request: the busy model restarts it, the rest count down
+                left = 300.0 if active else 300.0 - ((t + 97 * i) % 240.0)
+                models.append(
+                    ServedModel(
+                        name=name,
+                        gpu_bytes=gpu,
+                        cpu_bytes=0,  # on GB10 Ollama places every layer "on the GPU": size_vram == size
+                        context_length=int(ctx.group(1)) if ctx else None,
+                        expires_at=t + left,
+                        requests_running=1 if active else 0,
+                        # decode reads the weights once per token: bandwidth-bound, ~60 % of 273 GB/s
+                        tokens_per_s=round(0.6 * 273e9 / gpu, 1) if active and gpu else 0.0,
+                    )
+                )
+            fields = ["name", "size", "digest", "details", "expires_at", "size_vram", "context_length"]
+            return ServiceReport(server="ollama", version="0.12.6", models=models, fields=fields, **common)
+        util = spec.gpu_memory_utilization or 0.0
+        wave = abs(math.sin(t / 53.0))
+        running = 3 + int(4 * wave) if busy else 0
+        weights = 16.4 * GB  # Qwen3-8B in bf16
+        per_token = 36 * 8 * 128 * 2 * 2  # layers × KV heads × head dim × (K, V) × bf16 bytes
+        model = ServedModel(
+            name=spec.models[0],
+            reserved_bytes=int(util * MEM_TOTAL),
+            gpu_memory_utilization=util,
+            context_length=32768,
+            kv_cache_tokens=int((util * MEM_TOTAL - weights - 2 * GB) / per_token),
+            kv_cache_usage=round(0.08 + 0.5 * wave, 3) if busy else 0.01,
+            requests_running=running,
+            requests_waiting=int(3 * abs(math.sin(t / 29.0))) if busy else 0,
+            tokens_per_s=round(running * 0.55 * 273e9 / weights, 1),
+        )
+        fields = ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+                  "vllm:generation_tokens_total", "vllm:cache_config_info"]  # fmt: skip
+        return ServiceReport(server="vllm", version="0.11.0", models=[model], fields=fields, **common)
 
     def _activity(self, c: _Container, t: float) -> float:
         """GPU utilisation this workload adds at time t (percent)."""

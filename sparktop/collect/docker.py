@@ -36,7 +36,7 @@ COMPOSE_PROJECT = "com.docker.compose.project"
 COMPOSE_SERVICE = "com.docker.compose.service"
 BY_ID = "showing containers by ID"
 
-ContainerNames = dict[str, dict[str, str | None]]
+ContainerNames = dict[str, dict[str, Any]]
 
 
 # --- where the engine is ------------------------------------------------------------------------------------
@@ -150,7 +150,19 @@ def _image(attrs: dict[str, Any]) -> str | None:
     return image or None
 
 
-def describe(attrs: dict[str, Any]) -> dict[str, str | None]:
+def published_ports(attrs: dict[str, Any]) -> list[int]:
+    """Host TCP ports in a `GET /containers/json` entry: `Ports: [{"PublicPort": 8000, "Type": "tcp"}]`."""
+    ports: set[int] = set()
+    for entry in attrs.get("Ports") or []:
+        if not isinstance(entry, dict) or entry.get("Type", "tcp") != "tcp":
+            continue
+        public = entry.get("PublicPort")
+        if isinstance(public, int) and 0 < public < 65536:
+            ports.add(public)
+    return sorted(ports)
+
+
+def describe(attrs: dict[str, Any]) -> dict[str, Any]:
     """What discovery keeps of one `GET /containers/json` entry (a sparse Container's attrs)."""
     labels = attrs.get("Labels") or {}
     state = attrs.get("State")
@@ -162,6 +174,7 @@ def describe(attrs: dict[str, Any]) -> dict[str, str | None]:
         "status": state,
         "compose_project": labels.get(COMPOSE_PROJECT),
         "compose_service": labels.get(COMPOSE_SERVICE),
+        "ports": published_ports(attrs),
     }
 
 

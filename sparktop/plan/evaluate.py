@@ -31,6 +31,7 @@ from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Pla
 
 if TYPE_CHECKING:
     from sparktop.model import Snapshot
+    from sparktop.plan.measured import LiveFacts
 
 UNITS = "GB (1e9 bytes)"
 
@@ -250,11 +251,16 @@ def _load(w: Workload, est: Estimate, name: str) -> GpuLoad:
 
 
 def evaluate(
-    plan: Plan, baseline: Baseline | None = None, safe: float | None = None, aggressive: float | None = None
+    plan: Plan,
+    baseline: Baseline | None = None,
+    safe: float | None = None,
+    aggressive: float | None = None,
+    facts: LiveFacts | None = None,
 ) -> Evaluation:
     """Estimates and verdicts for the whole plan on top of `baseline` (a clean machine when None).
     `safe`/`aggressive` (bytes) are the user's lines; by default the reference's 80/100 GB, scaled on a
-    machine much smaller than a Spark."""
+    machine much smaller than a Spark. `facts` (plan/measured.py): peaks measured on this machine, what
+    runs now, and vLLM's start-up check."""
     baseline = baseline or Baseline.clean()
     lines = Lines.for_pool(baseline.pool)
     if safe is not None or aggressive is not None:
@@ -264,12 +270,15 @@ def evaluate(
     names_seen: dict[str, int] = {}
     for w in plan.workloads():
         est = estimate_workload(w, plan.catalog, baseline.pool)
+        found: list[str] = []
+        if facts is not None:
+            est, found = facts.adjust(w, est, live=baseline.source == "live")
         name = w.name
         names_seen[name] = names_seen.get(name, 0) + 1
         if names_seen[name] > 1:
             name = f"{name} #{names_seen[name]}"
         result = ItemResult(uid=w.uid, name=name, workload=w, estimate=est)
-        result.warnings += est.warnings
+        result.warnings += est.warnings + found
         if w.ignored:
             result.warnings.append(f"ignored: {', '.join(w.ignored)} (not used by this kind of workload)")
         context_set = "context" in w.explicit or (w.entry is not None and "context" in w.entry.fields)

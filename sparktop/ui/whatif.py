@@ -34,6 +34,7 @@ from sparktop.ui.widgets.plan_board import CatalogList, PlanList, set_options_ke
 if TYPE_CHECKING:
     from sparktop.catalog import Catalog
     from sparktop.plan import Baseline, Evaluation, Plan
+    from sparktop.plan.measured import LiveFacts
 
 DEFAULT_PLAN_FILE = "plan.toml"
 
@@ -87,6 +88,7 @@ class WhatIfPane(Vertical):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("b", "toggle_baseline", "Live/clean"),
+        Binding("m", "toggle_measured", "Measured/estimate", show=False),
         Binding("e", "edit", "Edit"),
         Binding("s", "save", "Save plan"),
         Binding("l", "load", "Load plan"),
@@ -109,6 +111,7 @@ class WhatIfPane(Vertical):
         self.plan: Plan | None = None
         self.sizes: dict[str, float] = {}
         self.baseline_mode = "live"  # "live" | "clean"
+        self.use_measured = True  # plan with peaks measured on this machine where there are some (m)
         self.snapshot: Snapshot | None = None
         self.evaluation: Evaluation | None = None
         self.plan_path = plan_path or Path.cwd() / DEFAULT_PLAN_FILE
@@ -180,7 +183,7 @@ class WhatIfPane(Vertical):
         if len(catalog.errors) > 3 and remember is not None:
             for error in catalog.errors[3:]:
                 remember(error, "catalog")
-            self.app.notify(f"{len(catalog.errors) - 3} more catalog problems: m shows them all", timeout=8)
+            self.app.notify(f"{len(catalog.errors) - 3} more catalog problems: M shows them all", timeout=8)
         self._fill_catalog()
         self._update()
 
@@ -281,6 +284,30 @@ class WhatIfPane(Vertical):
         pool = float(snap.memory.total) if snap is not None else SPARK_POOL
         return Baseline.clean(pool=pool)
 
+    def _facts(self) -> LiveFacts:
+        """What this machine knows beyond the estimates: peaks measured here (a live source only: a demo
+        must not read the user's store), and what runs now (a live baseline only)."""
+        from sparktop.plan.measured import LiveFacts
+
+        snap = self.snapshot
+        footprints = None
+        if snap is not None and snap.source == "live":
+            from sparktop.footprints import shared_store
+
+            footprints = shared_store().all
+        return LiveFacts(
+            footprints=footprints,
+            snapshot=snap if self.baseline_mode == "live" else None,
+            use_measured=self.use_measured,
+        )
+
+    def action_toggle_measured(self) -> None:
+        """Plan with the peaks measured on this machine, or with the estimates alone."""
+        self.use_measured = not self.use_measured
+        said = "peaks measured here where known" if self.use_measured else "the estimates alone"
+        self.notify(f"planning with {said}", title="What-if", markup=False)
+        self._update()
+
     def action_toggle_baseline(self) -> None:
         self.baseline_mode = "clean" if self.baseline_mode == "live" else "live"
         self._update()
@@ -296,7 +323,9 @@ class WhatIfPane(Vertical):
         baseline = self.baseline()
         # The verdict uses the same lines as the projected bar: the user's configured thresholds.
         self.evaluation = (
-            evaluate(self.plan, baseline, ctx.safe_bytes, ctx.max_bytes) if self.plan is not None else None
+            evaluate(self.plan, baseline, ctx.safe_bytes, ctx.max_bytes, facts=self._facts())
+            if self.plan is not None
+            else None
         )
         self._draw_head(baseline)
         self._draw_bar(baseline, ctx)

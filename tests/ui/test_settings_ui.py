@@ -1,6 +1,6 @@
 """The user's files in the dashboard: a bad theme is skipped with a message (at start and on `t`), a plan
 file that used to crash Load shows its error, a bad discovery key does not leave the What-if tab loading
-forever, and every warning stays reachable on the messages screen (m) after its toast fades."""
+forever, and every warning stays reachable on the messages screen (M) after its toast fades."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ async def test_a_theme_with_a_bad_variable_is_skipped_and_t_keeps_working(tmp_pa
         assert app.is_running and "a-broken" not in seen and len(seen) >= 4
         expected = f"{themes / 'broken.toml'}:5: variables.block-cursor-background: 'nope' is not a colour"
         assert any(text == expected for _when, _title, text in app.messages), app.messages
-        await pilot.press("m")
+        await pilot.press("M")
         assert isinstance(app.screen, MessagesScreen)
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
         assert "'nope' is not a colour" in shown
@@ -62,7 +62,7 @@ async def test_startup_messages_outlive_their_toast():
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         app.clear_notifications()  # the toast is gone, as after its 12 s
-        await pilot.press("m")
+        await pilot.press("M")
         assert isinstance(app.screen, MessagesScreen)
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
         assert "safe_gb: must be a finite number, not nan" in shown

@@ -52,3 +52,7 @@ def test_help_screen(snap_compare):
 
 def test_too_small(snap_compare):
     assert snap_compare(make_app(warmup=5), terminal_size=(50, 14))
+
+
+def test_models_tab(snap_compare):
+    assert snap_compare(make_app("servers", warmup=26), terminal_size=(120, 36), press=["5"])

@@ -1,4 +1,4 @@
-"""The messages screen (m): every warning and error shown as a toast since sparktop started (problems in
+"""The messages screen (M): every warning and error shown as a toast since sparktop started (problems in
 the config, theme, catalog and plan files, failed actions), so none is lost when its toast fades."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class MessagesScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("q", "close", "Close", show=False),
-        Binding("m", "close", "Close", show=False),
+        Binding("M", "close", "Close", show=False),
         Binding("down,j", "scroll('down')", "Down", show=False),
         Binding("up,k", "scroll('up')", "Up", show=False),
         Binding("pagedown,space", "scroll('page_down')", "Page down", show=False),

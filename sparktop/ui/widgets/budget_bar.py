@@ -14,7 +14,7 @@ from textual.geometry import Size
 from textual.reactive import reactive
 
 from sparktop.format import fmt_bytes, fmt_gb, fmt_size
-from sparktop.model import GB, Accounting
+from sparktop.model import GB, Accounting, Consumer
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.redraw import LineDiffWidget
 
@@ -70,8 +70,18 @@ def build_segments(
 ) -> list[Segment]:
     """The bar's segments in drawing order: containers, named processes (largest first), the rest of the
     host, GPU memory nobody explains, unattributed, free."""
-    named = [c for c in accounting.consumers if c.kind in ("container", "process")]
+    named = [c for c in accounting.consumers if c.kind in ("container", "process") and not c.parent]
     named.sort(key=lambda c: (c.kind != "container", -c.total, c.key))
+    # A served model sits right after the server it was split from (analysis/served.py).
+    children: dict[str, list[Consumer]] = {}
+    for c in accounting.consumers:
+        if c.parent:
+            children.setdefault(c.parent, []).append(c)
+    ordered: list[Consumer] = []
+    for c in named:
+        ordered.append(c)
+        ordered.extend(sorted(children.pop(c.key, []), key=lambda m: (-m.total, m.key)))
+    named = ordered + [m for rest in children.values() for m in rest]
     slots = colors.assign([c.key for c in named], len(palette.segments))
     segments = [Segment(c.key, c.label, c.total, palette.segments[slots[c.key]], c.gpu_bytes) for c in named]
     fixed_colors = {"host-other": palette.host_other, "gpu-unexplained": palette.gpu_unexplained}

@@ -7,6 +7,7 @@ from collections import deque
 from rich.text import Text
 from textual.reactive import reactive
 
+from sparktop.analysis.headroom import EngineHeadroom
 from sparktop.format import fmt_bytes, fmt_size, sparkline
 from sparktop.model import HostMemory
 from sparktop.ui.themes import Palette
@@ -26,7 +27,7 @@ class PressurePanel(TextPanel):
         super().__init__(id=id, classes=classes)
         self._available: deque[float] = deque(maxlen=240)
         self._psi: deque[float | None] = deque(maxlen=240)
-        self._data: tuple[HostMemory, str, list[str], str, Palette] | None = None
+        self._data: tuple[HostMemory, str, list[str], str, Palette, EngineHeadroom | None] | None = None
 
     def push(self, memory: HostMemory) -> None:
         """Record one tick for the sparklines (every sample, shown or not)."""
@@ -34,8 +35,17 @@ class PressurePanel(TextPanel):
         some = memory.pressure.some if memory.pressure else None
         self._psi.append(some.avg10 if some else None)
 
-    def show(self, memory: HostMemory, level: str, reasons: list[str], units: str, palette: Palette) -> None:
-        self._data = (memory, str(level), list(reasons), units, palette)
+    def show(
+        self,
+        memory: HostMemory,
+        level: str,
+        reasons: list[str],
+        units: str,
+        palette: Palette,
+        engine: EngineHeadroom | None = None,
+    ) -> None:
+        """`engine`: on a unified-memory GPU, what CUDA would call free (shown under MemAvailable)."""
+        self._data = (memory, str(level), list(reasons), units, palette, engine)
         self.set_class(str(level) == "critical", "-critical")
         self.set_class(str(level) == "warn", "-warn")
         self._redraw()
@@ -46,7 +56,7 @@ class PressurePanel(TextPanel):
     def _build(self, width: int) -> Text:
         if self._data is None:
             return Text("Memory pressure: waiting for the first sample…", style="dim")
-        memory, level, reasons, units, palette = self._data
+        memory, level, reasons, units, palette, engine = self._data
         color = palette.level(level)
         head = Text.assemble(
             ("Pressure ", "bold"), (f" {_LEVEL_WORDS.get(level, level)} ", f"bold reverse {color}")
@@ -61,6 +71,18 @@ class PressurePanel(TextPanel):
             avail.append("  ")
             avail.append(sparkline(list(self._available), spark_w, 0.0, 100.0), style=palette.spark)
         lines.append(avail)
+        if engine is not None and not self.compact:
+            # cudaMemGetInfo on GB10 counts page cache as used: what vLLM's start-up check compares against
+            # (analysis/headroom.py); dropping caches would add up to `droppable`.
+            cuda = Text("CUDA free".ljust(label_w), style="bold")
+            cuda.append(fmt_size(engine.cuda_free, units).rjust(value_w))
+            lines.append(cuda)
+            if engine.droppable:
+                drop = Text("droppable".ljust(label_w), style="dim")
+                drop.append(f"+{fmt_size(engine.droppable, units)}".rjust(value_w), style="dim")
+                if spark_w >= 12:
+                    drop.append("  page cache", style="dim")
+                lines.append(drop)
         pressure = memory.pressure
         for name in ("some", "full"):
             line = getattr(pressure, name) if pressure else None

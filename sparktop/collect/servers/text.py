@@ -1,0 +1,10 @@
+"""Text a server controls (model names, versions, error bodies), made visible (sparktop.text) and bounded."""
+
+from __future__ import annotations
+
+from sparktop.text import visible as _visible
+
+
+def visible(value: object, limit: int = 200) -> str:
+    text = _visible(str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"

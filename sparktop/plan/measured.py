@@ -1,0 +1,124 @@
+"""What this machine knows about a planned workload beyond the estimate: the peak it measured when the
+workload ran here (the footprint store), whether it runs right now (then the live baseline already holds it),
+and, for vLLM, whether its start-up memory check will pass.
+
+`LiveFacts.adjust()` is the planner's one hook (plan/evaluate.py): it may swap the estimate for the measured
+peak (unless `use_measured` is off: the user can switch back to the estimate), count only what a running
+workload may still add, and add the sentences that say so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sparktop.analysis.estimate import Estimate, Range, estimate_fixed, fmt_gb
+from sparktop.analysis.headroom import vllm_startup_check
+from sparktop.footprints import Footprint
+from sparktop.model import Snapshot
+from sparktop.plan.model import Workload
+
+# (kind, name) → the stored peak, or None
+FootprintLookup = Callable[[str, str], Footprint | None]
+# every stored footprint, to match model tags across servers
+FootprintList = Callable[[], list[Footprint]]
+
+
+def _names(w: Workload) -> set[str]:
+    """Every name the workload may run under: catalog entry and aliases, its model's tag or id."""
+    names = {w.name}
+    if w.entry is not None:
+        names |= {w.entry.name, *w.entry.aliases}
+    if w.model is not None:
+        names.add(w.model.name)
+        hf = getattr(w.model, "hf_id", None)
+        if hf:
+            names.add(hf)
+    model = w.values.get("model")
+    if isinstance(model, str):
+        names.add(model)
+    out = set()
+    for name in names:
+        out.add(name)
+        if name.endswith(":latest"):
+            out.add(name[: -len(":latest")])
+        elif ":" not in name:
+            out.add(f"{name}:latest")
+    return out
+
+
+def measured_line(fp: Footprint) -> str:
+    day = time.strftime("%Y-%m-%d", time.localtime(fp.peak_at))
+    return f"measured here: peak {fmt_gb(fp.peak_bytes)} on {day}"
+
+
+@dataclass
+class LiveFacts:
+    footprints: FootprintList | None = None
+    snapshot: Snapshot | None = None
+    use_measured: bool = True
+
+    def measured(self, w: Workload) -> Footprint | None:
+        """The highest peak stored under any of the workload's names (as a model of any server, a container
+        name or an image)."""
+        if self.footprints is None:
+            return None
+        names = _names(w)
+        best: Footprint | None = None
+        for fp in self.footprints():
+            name = fp.name.split(":", 1)[1] if fp.kind == "model" and ":" in fp.name else fp.name
+            if name in names and (best is None or fp.peak_bytes > best.peak_bytes):
+                best = fp
+        return best
+
+    def running(self, w: Workload) -> tuple[str, int] | None:
+        """(what, bytes it holds now) when the workload already runs: a served model or a container."""
+        snap = self.snapshot
+        if snap is None:
+            return None
+        names = _names(w)
+        for report in snap.services:
+            for model in report.models:
+                if model.name in names and model.total_bytes:
+                    return f"{model.name} on {report.server or 'a server'}", model.total_bytes
+        totals = {c.key: c.total for c in snap.accounting.consumers} if snap.accounting else {}
+        for container in snap.containers:
+            if container.name in names:
+                held = totals.get(f"container:{container.id}")
+                if held is None and container.memory is not None:
+                    held = container.memory.working_set + container.gpu_bytes
+                return f"container {container.name}", held or 0
+        return None
+
+    def adjust(self, w: Workload, est: Estimate, live: bool) -> tuple[Estimate, list[str]]:
+        notes: list[str] = []
+        fp = self.measured(w)
+        if fp is not None:
+            if self.use_measured:
+                detail = f"{measured_line(fp)} (the estimate said {fmt_gb(est.total.mid)})"
+                # A measured peak already holds the CUDA context: nothing is added to it.
+                est = estimate_fixed(Range.exact(float(fp.peak_bytes)), "measured peak", detail, gpu=False)
+                notes.append(f"{measured_line(fp)}: planned with it, not the estimate")
+            else:
+                notes.append(f"{measured_line(fp)} (estimate used, as asked)")
+        if live:
+            held = self.running(w)
+            if held is not None:
+                what, nbytes = held
+                rest = max(0.0, est.total.mid - nbytes)
+                notes.append(
+                    f"already running ({what}, {fmt_gb(nbytes)} now): the live baseline holds it, so only "
+                    f"the {fmt_gb(rest)} it may still grow is added"
+                )
+                est = estimate_fixed(
+                    Range(max(0.0, est.total.low - nbytes), rest, max(0.0, est.total.high - nbytes)),
+                    "growth beyond what it holds now",
+                    f"{what} already holds {fmt_gb(nbytes)}",
+                    gpu=False,
+                )
+        if live and w.engine == "vllm" and self.snapshot is not None and self.snapshot.gpu.unified_memory:
+            util = w.get("gpu_memory_utilization")
+            if isinstance(util, int | float) and util > 0 and self.running(w) is None:
+                notes.append(vllm_startup_check(float(util), self.snapshot.memory).message(fmt_gb))
+        return est, notes

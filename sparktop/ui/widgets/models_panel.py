@@ -1,0 +1,99 @@
+"""The Models panel: every model a server holds, with its memory (CPU side / GPU side, or what vLLM
+reserved), context, KV-cache use, requests, tokens/s and time until it unloads; one line per server that
+could not be read. Model names come from the servers: plain Text, never markup."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from sparktop.analysis.served import ModelRow
+from sparktop.format import fmt_bytes, fmt_duration
+from sparktop.ui.widgets.redraw import TextPanel
+
+# header, width, right-aligned
+_COLUMNS: tuple[tuple[str, int, bool], ...] = (
+    ("server", 16, False),
+    ("model", 0, False),  # takes the rest
+    ("CPU", 8, True),
+    ("GPU", 8, True),
+    ("reserved", 9, True),
+    ("context", 8, True),
+    ("KV", 5, True),
+    ("run/wait", 9, True),
+    ("tok/s", 7, True),
+    ("unloads", 9, True),
+)
+
+
+def _cells(row: ModelRow, units: str) -> list[str]:
+    def size(n: int | None) -> str:
+        return fmt_bytes(n, units) if n is not None else "–"
+
+    queue = "–"
+    if row.running is not None or row.waiting is not None:
+        queue = f"{'–' if row.running is None else row.running}/{'–' if row.waiting is None else row.waiting}"
+    return [
+        row.server,
+        row.model,
+        size(row.cpu_bytes),
+        size(row.gpu_bytes),
+        size(row.reserved_bytes),
+        f"{row.context:,}" if row.context else "–",
+        f"{row.kv_usage * 100:.0f} %" if row.kv_usage is not None else "–",
+        queue,
+        f"{row.tokens_per_s:.1f}" if row.tokens_per_s is not None else "–",
+        fmt_duration(row.unload_in_s) if row.unload_in_s is not None else "–",
+    ]
+
+
+class ModelsPanel(TextPanel):
+    DEFAULT_CSS = """
+    ModelsPanel { height: auto; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._data: tuple[list[ModelRow], list[str], list[str], str, str] | None = None
+
+    def show(
+        self, rows: list[ModelRow], problems: list[str], sources: list[str], units: str, warn: str
+    ) -> None:
+        data = (list(rows), list(problems), list(sources), units, warn)
+        if data != self._data:
+            self._data = data
+            self._redraw()
+
+    def _build(self, width: int) -> Text:
+        if self._data is None:
+            return Text("Models: waiting for the first sample…", style="dim")
+        rows, problems, sources, units, warn = self._data
+        fixed = sum(w + 1 for _, w, _ in _COLUMNS if w)
+        model_w = max(12, width - fixed - 1)
+        widths = [w or model_w for _, w, _ in _COLUMNS]
+        lines: list[Text] = []
+        header = Text(style="bold")
+        for (name, _, right), w in zip(_COLUMNS, widths, strict=True):
+            header.append((name.rjust(w) if right else name.ljust(w)) + " ")
+        lines.append(header)
+        if not rows:
+            lines.append(
+                Text(
+                    "No model server found (Ollama :11434, vLLM :8000, SGLang :30000, llama.cpp :8080, "
+                    "ports containers publish, and [[servers]] in the config are tried).",
+                    style="dim",
+                )
+            )
+        for row in rows:
+            line = Text()
+            for (_, _, right), w, cell in zip(_COLUMNS, widths, _cells(row, units), strict=True):
+                cell = cell if len(cell) <= w else cell[: w - 1] + "…"
+                line.append((cell.rjust(w) if right else cell.ljust(w)) + " ")
+            lines.append(line)
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+        lines.extend(Text(f"• {problem}", style=warn) for problem in problems)
+        if sources:
+            lines.append(Text(""))
+            lines.append(Text("What each server reported (names differ between versions):", style="bold"))
+            lines.extend(Text(f"  {source}", style="dim") for source in sources)
+        return Text("\n").join(lines)

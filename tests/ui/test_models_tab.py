@@ -1,0 +1,59 @@
+"""The Models tab on the demo's model servers, and a server's text shown as plain text."""
+
+from __future__ import annotations
+
+from sparktop.collect.demo import DemoSource
+from sparktop.model import ServedModel, ServiceReport
+from sparktop.ui.widgets.budget_bar import BudgetBar
+from sparktop.ui.widgets.models_panel import ModelsPanel
+from sparktop.ui.widgets.pressure_panel import PressurePanel
+from tests.ui.demo_app import make_app
+
+
+async def test_models_tab_lists_every_served_model():
+    app = make_app("servers", warmup=30)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        text = str(app.query_one(ModelsPanel).render())
+        for name in ("qwen3:32b", "gemma3:12b", "nomic-embed-text:latest", "Qwen/Qwen3-8B"):
+            assert name in text
+        assert "ollama 0.12.6" in text and "vllm 0.11.0" in text
+        assert "vllm:kv_cache_usage_perc" in text  # which version gave what
+        bar = app.query_one(BudgetBar)
+        assert any(s.label == "qwen3:32b (ollama)" for s in bar.segments)
+        assert sum(s.nbytes for s in bar.segments) == app.latest.memory.total
+
+
+async def test_cuda_free_shown_next_to_available():
+    app = make_app("servers", warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert "CUDA free" in str(app.query_one(PressurePanel).render())
+
+
+class _Hostile(DemoSource):
+    def sample(self):
+        snap = super().sample()
+        snap.services.append(
+            ServiceReport(
+                collector="servers",
+                endpoint="http://127.0.0.1:9999",
+                server="ollama",
+                models=[ServedModel(name="[bold red]pwned[/]", gpu_bytes=1)],
+                error="ollama at http://127.0.0.1:9999: [link=x]HTTP 500[/link]",
+            )
+        )
+        return snap
+
+
+async def test_server_text_is_not_markup():
+    app = make_app(warmup=3)
+    app.source = _Hostile("default")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.refresh_once()
+        await pilot.press("5")
+        await pilot.pause()
+        text = app.query_one(ModelsPanel).render()
+        assert "[bold red]pwned[/]" in text.plain
+        assert "[link=x]HTTP 500[/link]" in text.plain

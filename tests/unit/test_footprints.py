@@ -1,0 +1,212 @@
+"""The measured-footprint store on a real SQLite file: two writer processes, a corrupt file, a locked file,
+a read-only state directory — the dashboard side keeps running and says so."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sparktop.footprints import FootprintCollector, FootprintStore, observe
+from sparktop.model import (
+    Accounting,
+    CgroupMemory,
+    Consumer,
+    ContainerInfo,
+    GpuReport,
+    HostMemory,
+    ProcessInfo,
+    ServedModel,
+    ServiceReport,
+    Snapshot,
+)
+
+GIB = 1024**3
+
+
+class Clock:
+    def __init__(self, now: float = 1_795_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_peaks_survive_a_restart_and_only_grow(tmp_path):
+    clock = Clock()
+    path = tmp_path / "state" / "footprints.sqlite3"
+    store = FootprintStore(path, clock=clock)
+    store.record("container", "vllm-qwen", 40 * GIB)
+    clock.now += 60
+    store.record("container", "vllm-qwen", 46 * GIB)
+    peak_time = clock.now
+    clock.now += 60
+    store.record("container", "vllm-qwen", 30 * GIB)
+    store.close()
+
+    again = FootprintStore(path, clock=clock)
+    fp = again.peak("container", "vllm-qwen")
+    assert fp is not None and fp.peak_bytes == 46 * GIB and fp.peak_at == peak_time
+    assert again.status is None
+    again.close()
+
+
+def test_bounded_size_drops_the_longest_unseen(tmp_path):
+    clock = Clock()
+    store = FootprintStore(tmp_path / "f.sqlite3", max_rows=10, clock=clock)
+    for i in range(25):
+        clock.now += 1
+        store.record("process", f"p{i}", GIB)
+    store.flush()
+    rows = sqlite3.connect(tmp_path / "f.sqlite3").execute("SELECT name FROM footprint").fetchall()
+    assert sorted(int(n[1:]) for (n,) in rows) == list(range(15, 25))
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from sparktop.footprints import FootprintStore
+path, offset = Path(sys.argv[1]), int(sys.argv[2])
+store = FootprintStore(path, flush_s=0)
+for i in range(200):
+    for name in ("a", "b", "c"):
+        store.record("model", name, 1000 + i * 10 + offset)
+    store.flush()
+    assert store.status is None or "locked" in store.status, store.status
+store.close()
+print(store.status or "ok")
+"""
+
+
+def test_two_processes_writing_at_once_keep_the_highest_peak(tmp_path):
+    path = tmp_path / "shared.sqlite3"
+    FootprintStore(path).close()  # create it, so both writers open an existing WAL database
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(offset)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for offset in (0, 5)
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    store = FootprintStore(path)
+    assert {f.name: f.peak_bytes for f in store.all()} == {"a": 1000 + 1990 + 5, "b": 2995, "c": 2995}
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+
+
+def test_corrupt_file_is_reported_and_peaks_kept_in_memory(tmp_path):
+    path = tmp_path / "footprints.sqlite3"
+    path.write_bytes(b"this is not sqlite" * 100)
+    store = FootprintStore(path)
+    assert store.status is not None and "corrupt" in store.status and str(path) in store.status
+    store.record("container", "x", GIB)
+    store.flush()  # no file to write: must not raise
+    assert store.peak("container", "x").peak_bytes == GIB
+    assert path.read_bytes().startswith(b"this is not sqlite")  # the user's file is left alone
+    store.close()
+
+
+def test_locked_file_delays_the_write_then_it_lands(tmp_path):
+    path = tmp_path / "footprints.sqlite3"
+    store = FootprintStore(path, flush_s=0)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another instance in the middle of a write
+    store.record("container", "x", 3 * GIB)
+    started = time.perf_counter()
+    store.flush()
+    assert time.perf_counter() - started < 1.0  # a short busy timeout: the tick is not held
+    assert store.status is not None and "locked" in store.status
+    other.execute("ROLLBACK")
+    other.close()
+    store.flush()
+    assert store.status is None
+    assert sqlite3.connect(path).execute("SELECT peak_bytes FROM footprint").fetchone() == (3 * GIB,)
+    store.close()
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    target = tmp_path / "ro"
+    target.mkdir()
+    if os.geteuid() == 0:  # root ignores permission bits: a read-only mount is the real thing
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(target)]).returncode:
+            pytest.skip("cannot mount a read-only tmpfs here")
+        yield target
+        subprocess.run(["umount", str(target)], check=True)
+    else:
+        target.chmod(0o555)
+        yield target
+        target.chmod(0o755)
+
+
+def test_read_only_state_directory(read_only_dir):
+    store = FootprintStore(read_only_dir / "sparktop" / "footprints.sqlite3")
+    assert store.status is not None and "for this session only" in store.status
+    collector = FootprintCollector(store)
+    snap = Snapshot(
+        timestamp=time.time(), memory=HostMemory(total=1, available=1, free=1), gpu=GpuReport(available=False)
+    )
+    (report,) = collector.collect(snap)
+    assert report.collector == "footprints" and "footprints" in report.error
+    collector.close()
+
+
+def test_observe_records_containers_models_and_long_running_processes(tmp_path):
+    now = 1_795_000_000.0
+    store = FootprintStore(tmp_path / "f.sqlite3", clock=Clock(now))
+    cid = "a" * 64
+    snap = Snapshot(
+        timestamp=now,
+        memory=HostMemory(total=120 * GIB, available=60 * GIB, free=50 * GIB),
+        gpu=GpuReport(available=False),
+        containers=[
+            ContainerInfo(
+                id=cid,
+                name="vllm-qwen",
+                image="vllm/vllm-openai:v0.11.0",
+                memory=CgroupMemory(usage=5 * GIB, working_set=4 * GIB),
+            )
+        ],
+        processes=[
+            ProcessInfo(pid=10, name="python3", rss=2 * GIB, start_time=now - 3600),
+            ProcessInfo(pid=11, name="cc1plus", rss=GIB, start_time=now - 20),
+        ],
+        accounting=Accounting(
+            used=60 * GIB,
+            consumers=[
+                Consumer(
+                    key=f"container:{cid}",
+                    label="vllm-qwen",
+                    kind="container",
+                    cpu_bytes=4 * GIB,
+                    gpu_bytes=40 * GIB,
+                ),
+                Consumer(
+                    key="process:10:1794996400", label="python3 (10)", kind="process", cpu_bytes=2 * GIB
+                ),
+                Consumer(key="process:11:1794999980", label="cc1plus (11)", kind="process", cpu_bytes=GIB),
+            ],
+        ),
+        services=[
+            ServiceReport(
+                collector="servers",
+                server="ollama",
+                models=[ServedModel(name="llama3.1:70b", gpu_bytes=43 * GIB, cpu_bytes=0)],
+            )
+        ],
+    )
+    observe(store, snap)
+    assert store.peak("container", "vllm-qwen").peak_bytes == 44 * GIB
+    assert store.peak("image", "vllm/vllm-openai:v0.11.0").peak_bytes == 44 * GIB
+    assert store.peak("model", "ollama:llama3.1:70b").peak_bytes == 43 * GIB
+    assert store.peak("process", "python3").peak_bytes == 2 * GIB
+    assert store.peak("process", "cc1plus") is None  # 20 s old: not a workload yet
+    store.close()

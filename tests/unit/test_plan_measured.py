@@ -1,0 +1,81 @@
+"""The planner learns from this machine: a measured peak replaces the estimate (unless switched off), a
+planned workload already running is not counted twice, and vLLM's start-up check is answered before launch."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sparktop.analysis.headroom import DROP_CACHES
+from sparktop.catalog import load_catalog
+from sparktop.collect.demo import DemoSource
+from sparktop.footprints import FootprintStore
+from sparktop.model import GB, HostMemory
+from sparktop.plan import Baseline, Plan, evaluate
+from sparktop.plan.measured import LiveFacts
+
+PEAK_AT = time.mktime((2026, 11, 20, 15, 0, 0, 0, 0, -1))
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(user_file=False, discover=False)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = FootprintStore(tmp_path / "footprints.sqlite3", clock=lambda: PEAK_AT)
+    s.record("model", "ollama:llama3.1:70b", int(46.8 * GB))
+    s.flush()
+    yield s
+    s.close()
+
+
+def item(ev, name):
+    return next(r for r in ev.items if r.name == name)
+
+
+def test_measured_peak_replaces_the_estimate_and_can_be_switched_off(catalog, store):
+    plan = Plan(catalog)
+    plan.add("llama3.1:70b")
+    measured = evaluate(plan, facts=LiveFacts(footprints=store.all))
+    result = item(measured, "llama3.1:70b")
+    assert result.total.mid == pytest.approx(46.8 * GB)
+    assert any("measured here: peak 46.8 GB on 2026-11-20" in w for w in result.warnings)
+
+    estimated = evaluate(plan, facts=LiveFacts(footprints=store.all, use_measured=False))
+    plain = evaluate(plan)
+    assert item(estimated, "llama3.1:70b").total.mid == item(plain, "llama3.1:70b").total.mid
+    assert any("estimate used" in w for w in item(estimated, "llama3.1:70b").warnings)
+
+
+def test_a_planned_model_that_already_runs_is_not_counted_twice(catalog):
+    source = DemoSource("servers")
+    for _ in range(5):
+        snap = source.sample()
+    plan = Plan(catalog)
+    plan.add("qwen3:32b")
+    baseline = Baseline.from_snapshot(snap)
+    naive = evaluate(plan, baseline)
+    aware = evaluate(plan, baseline, facts=LiveFacts(snapshot=snap))
+    running = next(m for r in snap.services for m in r.models if m.name == "qwen3:32b")
+    result = item(aware, "qwen3:32b")
+    assert result.total.mid == pytest.approx(
+        max(0.0, item(naive, "qwen3:32b").total.mid - running.total_bytes)
+    )
+    assert any("already running" in w for w in result.warnings)
+    assert aware.total.mid < naive.total.mid
+
+
+def test_vllm_startup_check_said_before_launch(catalog):
+    snap = DemoSource("default").sample()
+    # 17 GiB of page cache on an otherwise idle box: CUDA free is MemFree, far below MemAvailable.
+    snap.memory = HostMemory(total=int(121.7 * 2**30), available=119 * 2**30, free=100 * 2**30,
+                             cached=17 * 2**30, buffers=2**30, sreclaimable=2**30)  # fmt: skip
+    snap.services, snap.containers = [], []
+    plan = Plan(catalog)
+    plan.add(None, model="Qwen/Qwen3-8B", engine="vllm", gpu_memory_utilization=0.9)
+    ev = evaluate(plan, Baseline.from_snapshot(snap), facts=LiveFacts(snapshot=snap))
+    text = " ".join(ev.notes)
+    assert "vLLM will refuse to start" in text and DROP_CACHES in text

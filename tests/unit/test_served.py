@@ -1,0 +1,96 @@
+"""A model server's consumer split into one slice per loaded model; the parts still add up to `used`."""
+
+from __future__ import annotations
+
+from sparktop.analysis.accounting import account
+from sparktop.analysis.served import model_rows, split_models
+from sparktop.collect.demo import DemoSource
+from sparktop.model import (
+    GpuProcess,
+    GpuReport,
+    GpuState,
+    HostMemory,
+    ProcessInfo,
+    ServedModel,
+    ServiceReport,
+    Snapshot,
+)
+
+GB = 1000**3
+
+
+def total(accounting) -> int:
+    return sum(c.total for c in accounting.consumers) + accounting.unattributed
+
+
+def test_demo_ollama_and_vllm_are_split_per_model_and_still_add_up():
+    source = DemoSource("servers")
+    for _ in range(5):
+        snap = source.sample()
+    split = split_models(snap)
+    assert total(split) == total(snap.accounting) == snap.accounting.used
+    labels = {c.label for c in split.consumers}
+    assert {"qwen3:32b (ollama)", "gemma3:12b (ollama)", "Qwen/Qwen3-8B (vllm)"} <= labels
+    ollama = next(c for c in split.consumers if c.label == "ollama")
+    before = next(c for c in snap.accounting.consumers if c.key == ollama.key)
+    models = [c for c in split.consumers if c.label.endswith("(ollama)")]
+    assert sum(m.total for m in models) + ollama.total == before.total
+
+
+def _host_ollama_snapshot(claimed_gpu: int) -> Snapshot:
+    """`ollama serve` (pid 100) with one `ollama runner` child (pid 101) holding the model on the GPU."""
+    memory = HostMemory(total=120 * GB, available=70 * GB, free=60 * GB)
+    gpu = GpuReport(
+        available=True,
+        gpus=[GpuState(index=0, name="NVIDIA GB10", unified_memory=True,
+                       processes=[GpuProcess(pid=101, used_bytes=40 * GB)])],
+    )  # fmt: skip
+    procs = [
+        ProcessInfo(pid=100, ppid=1, name="ollama", cmdline="ollama serve", rss=GB // 10, start_time=5.0),
+        ProcessInfo(pid=101, ppid=100, name="ollama", cmdline="ollama runner", rss=GB, gpu_bytes=40 * GB,
+                    start_time=6.0),
+    ]  # fmt: skip
+    snap = Snapshot(timestamp=1000.0, memory=memory, gpu=gpu, processes=procs)
+    snap.accounting = account(memory, gpu, procs, [])
+    snap.services = [
+        ServiceReport(collector="servers", endpoint="http://127.0.0.1:11434", server="ollama",
+                      owner="process:100:5",
+                      models=[ServedModel(name="llama3.1:70b", gpu_bytes=claimed_gpu, cpu_bytes=0)])
+    ]  # fmt: skip
+    return snap
+
+
+def test_host_ollama_model_is_taken_from_its_runner_child():
+    snap = _host_ollama_snapshot(39 * GB)
+    split = split_models(snap)
+    model = next(c for c in split.consumers if c.key.startswith("model:"))
+    assert model.gpu_bytes == 39 * GB
+    runner = next(c for c in split.consumers if c.key == "process:101:6")
+    assert runner.gpu_bytes == GB
+    assert total(split) == snap.accounting.used
+
+
+def test_a_model_never_takes_more_than_was_measured():
+    snap = _host_ollama_snapshot(55 * GB)  # the server claims more than NVML saw
+    split = split_models(snap)
+    model = next(c for c in split.consumers if c.key.startswith("model:"))
+    assert model.gpu_bytes == 40 * GB
+    assert total(split) == snap.accounting.used
+
+
+def test_rows_say_time_until_unload_and_never_for_keep_alive_forever():
+    snap = _host_ollama_snapshot(39 * GB)
+    snap.services[0].models.append(ServedModel(name="pinned", expires_at=snap.timestamp + 300 * 365 * 86400))
+    snap.services[0].models[0].expires_at = snap.timestamp + 240
+    snap.services[0].fields = ["size_vram", "expires_at"]
+    snap.services.append(
+        ServiceReport(
+            collector="servers",
+            endpoint="http://127.0.0.1:8000",
+            error="vllm at http://127.0.0.1:8000: connection refused (retry in 8 s)",
+        )
+    )
+    rows, problems, sources = model_rows(snap)
+    assert [r.unload_in_s for r in rows] == [240, None]
+    assert problems == ["vllm at http://127.0.0.1:8000: connection refused (retry in 8 s)"]
+    assert sources == ["ollama at http://127.0.0.1:11434: size_vram, expires_at"]
