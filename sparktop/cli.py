@@ -38,10 +38,12 @@ class Subcommand:
 SUBCOMMANDS = (
     Subcommand("record", "sparktop.record_cli", "append snapshots to a JSONL file, for --replay"),
     Subcommand("plan", "sparktop.plan_cli", "will these workloads fit? (exit 0 fits, 1 tight, 2 OOM risk)"),
+    Subcommand("serve", "sparktop.serve_cli", "Prometheus exporter: /metrics, /snapshot.json, /healthz"),
+    Subcommand("web", "sparktop.web_cli", "the dashboard in a browser (read-only unless --allow-actions)"),
 )
 
 
-class _Parser(argparse.ArgumentParser):
+class CliParser(argparse.ArgumentParser):
     """argparse that exits 3 on a usage error: 2 means "OOM risk" for `plan`, and one code for bad input
     serves scripts best."""
 
@@ -66,7 +68,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The whole command line. Only the subcommand named in `argv` gets its arguments (its module is
     imported); the others are listed with their help line."""
-    parser = _Parser(
+    parser = CliParser(
         prog="sparktop",
         description="Terminal dashboard for the NVIDIA DGX Spark: unified memory, per-container attribution, "
         "what-if planning. Without a command: the live dashboard.",
@@ -82,6 +84,15 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--theme", help="theme name (default sparktop-dark)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
     parser.add_argument("--read-only", action="store_true", help="disable every container stop and signal")
+    # `sparktop web --allow-actions` lets its sessions act on this machine although they read an exporter.
+    parser.add_argument("--exporter-actions", action="store_true", help=argparse.SUPPRESS)
+    cluster = parser.add_argument_group("cluster view (read-only; see `sparktop serve`)")
+    cluster.add_argument("--cluster", action="store_true", help="every node side by side")
+    cluster.add_argument("--prometheus", metavar="URL", help="read the nodes from this Prometheus server")
+    cluster.add_argument("--nodes", metavar="HOST:PORT,...", help="read the nodes from their exporters")
+    cluster.add_argument(
+        "--exporter", metavar="URL", help="the dashboard of one `sparktop serve` (/snapshot.json), read-only"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     names = {sub.name for sub in SUBCOMMANDS}
     wanted = next((arg for arg in argv if arg in names), None)
@@ -111,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     for problem in problems:  # they quote the file's keys and values
         print(visible_lines(f"sparktop: {problem}"), file=sys.stderr)
+    if opts.cluster or opts.prometheus or opts.nodes:
+        return _run_cluster(parser, opts, config)
     # Start-up makes a few hundred thousand objects that live as long as the dashboard (modules, CSS,
     # widgets); the cyclic GC would walk them again and again (~10 % of the time to the first frame). It
     # comes back on once the first frame is drawn, with those objects frozen out of its way.
@@ -144,7 +157,16 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
     from sparktop.text import visible_lines
 
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        if opts.exporter:
+            from sparktop.cluster.exporters import ExporterSource
+
+            if opts.demo is not None or opts.replay is not None:
+                raise SourceError("choose one of --exporter, --demo and --replay")
+            # Another process's collector: nothing here can act on that machine's containers.
+            opts.read_only = opts.read_only or not opts.exporter_actions
+            source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
+        else:
+            source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2
@@ -229,6 +251,26 @@ def _run_dashboard(source: SnapshotSource, config: Config, problems: list[str], 
     # Textual has restored the terminal and printed the traceback of a crash on stderr by now; a crash
     # (return code 1) or a signal (128 + its number) must not look like success to a script.
     return app.return_code or 0
+
+
+def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace, config: Config) -> int:
+    if bool(opts.prometheus) == bool(opts.nodes):
+        parser.error("--cluster needs one of --prometheus URL and --nodes HOST:PORT,...")
+    if opts.prometheus:
+        from sparktop.cluster.prometheus import PrometheusCluster
+
+        cluster: object = PrometheusCluster(opts.prometheus)
+    else:
+        from sparktop.cluster.exporters import ExporterNodes
+
+        addresses = [a.strip() for a in opts.nodes.split(",") if a.strip()]
+        if not addresses:
+            parser.error("--nodes needs at least one HOST:PORT")
+        cluster = ExporterNodes(addresses, config.safe_bytes, config.max_bytes)
+    from sparktop.ui.cluster import ClusterApp
+
+    ClusterApp(cluster, config, interval=opts.interval or 2.0).run()  # type: ignore[arg-type]
+    return 0
 
 
 def _resume_gc() -> None:

@@ -513,6 +513,9 @@ class SparktopApp(App[None]):
         source = getattr(self.source, "name", type(self.source).__name__)
         modes = [m for m, on in (("demo", source == "demo"), ("replay", source == "replay"),
                                  ("read-only", self.read_only)) if on]  # fmt: skip
+        if self.is_web:
+            # `sparktop web`: the header says whether this browser session can act on the machine.
+            modes = ["browser", *modes] if self.read_only else ["browser", *modes, "actions allowed"]
         progress = getattr(self.source, "progress", None)
         if callable(progress):  # a recording: where in it, its length and its own interval
             source = progress(self.latest).describe()

@@ -131,7 +131,7 @@ def test_plan_help_has_the_exit_status_table(capsys):
     with pytest.raises(SystemExit):
         sparktop(["plan", "--help"])
     out = capsys.readouterr().out
-    for line in ("0  FITS", "1  TIGHT", "2  OOM RISK", "3  BAD INPUT"):
+    for line in ("0  fits", "1  tight", "2  OOM risk", "3  bad input"):
         assert line in out
 
 
