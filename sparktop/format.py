@@ -82,3 +82,4 @@ def sparkline(values: Sequence[float | None], width: int, low: float = 0.0, high
         frac = min(1.0, max(0.0, (v - low) / span))
         out.append(SPARK_CHARS[min(len(SPARK_CHARS) - 1, int(frac * (len(SPARK_CHARS) - 1) + 0.5))])
     return "".join(out).rjust(width)
+
