@@ -12,7 +12,6 @@ from sparktop.analysis.estimate import (
     estimate_fixed,
     estimate_inference,
     estimate_training,
-    fmt_gb,
     system_base,
 )
 from sparktop.analysis.verdict import (
@@ -28,6 +27,7 @@ from sparktop.analysis.verdict import (
     plan_lines,
 )
 from sparktop.catalog.loader import Catalog
+from sparktop.format import fmt_est
 from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class Baseline:
             pool=float(mem.total),
             source="live",
             sm_count=sm or DEFAULT_SM_COUNT,
-            description=f"live: {fmt_gb(mem.used)} in use now (MemTotal - MemAvailable) on "
+            description=f"live: {fmt_est(mem.used)} in use now (MemTotal - MemAvailable) on "
             f"{snap.hostname or 'this machine'}",
         )
 
@@ -311,7 +311,7 @@ def evaluate(
     notes: list[str] = []
     if lines.scaled:
         notes.append(
-            f"this machine's pool is {fmt_gb(lines.pool)}: the safe and aggressive lines are "
+            f"this machine's pool is {fmt_est(lines.pool)}: the safe and aggressive lines are "
             f"scaled from 80/100 of 128 GB"
         )
     for r in items:

@@ -334,20 +334,20 @@ class WhatIfPane(Vertical):
         self._draw_verdicts()
 
     def _draw_head(self, baseline: Baseline) -> None:
-        from sparktop.analysis.estimate import fmt_gb
+        from sparktop.format import fmt_est
 
-        pool = f"pool {fmt_gb(baseline.pool)}"
+        pool = f"pool {fmt_est(baseline.pool)}"
         if baseline.source == "live":
             host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
             head = Content.from_markup(
                 "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
-                used=fmt_gb(baseline.used.mid), host=host, pool=pool,
+                used=fmt_est(baseline.used.mid), host=host, pool=pool,
             )  # fmt: skip
             hint = "What runs now is already counted: add only what is not running yet."
         else:
             why = " (no live sample yet)" if self.baseline_mode == "live" else ""
             head = (
-                f"Baseline [b]clean machine[/b]{why}: Linux + Docker, {fmt_gb(baseline.used.mid)} ({pool})  "
+                f"Baseline [b]clean machine[/b]{why}: Linux + Docker, {fmt_est(baseline.used.mid)} ({pool})  "
                 "[dim]b: live[/dim]"
             )
             hint = "Planned as if nothing else ran: the bar shows the system overhead only."
