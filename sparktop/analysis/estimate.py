@@ -285,7 +285,8 @@ def estimate_inference(
 ) -> Estimate:
     est = Estimate()
     if arch is not None and arch.context and context > arch.context:
-        est.notes.append(f"context {context} capped at the model's trained {arch.context}")
+        # A warning, not a note: the plan shows it even without -v, so a capped value is never silent.
+        est.warnings.append(f"context {context} capped at the model's trained {arch.context}")
         context = arch.context
 
     # Weights: the file when we have it, else parameters x bits per weight.

@@ -241,3 +241,9 @@ def test_plan_list_understands_the_filter_words_the_whatif_tab_advertises(capsys
     assert sparktop(["plan", "--no-discover", "--list", "kind:train tetris"]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
     assert rows and all("tetris" in row and row.split()[1] == "training" for row in rows)
+
+
+def test_a_capped_value_is_said_without_verbose(capsys):
+    assert sparktop(["plan", "--clean", "--no-discover", "llama3.1:8b,context=1000000"]) in (0, 1, 2)
+    out = capsys.readouterr().out
+    assert "context 1000000 capped at the model's trained 131072" in out
