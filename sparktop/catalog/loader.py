@@ -35,6 +35,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from sparktop.analysis.estimate import GB, Architecture
 from sparktop.catalog import discovery as disc
 from sparktop.catalog.params import (
@@ -47,7 +49,16 @@ from sparktop.catalog.params import (
     norm_token,
 )
 from sparktop.settings import files
-from sparktop.settings.catalog import CatalogFile, DiscoverySettings, read_catalog_file, read_discovery
+from sparktop.settings.catalog import (
+    CatalogFile,
+    DiscoverySettings,
+    KvDtypeEntry,
+    QuantEntry,
+    model_preset_entry,
+    read_catalog_file,
+    read_discovery,
+    validate_entry,
+)
 from sparktop.settings.files import KeyLines, SettingsError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -418,6 +429,12 @@ class _Source:
         """The line of a table: header("workload", 2), header("model", 0, "ollama", 1)."""
         return self.lines.line(table)
 
+    def validated(self, model: type[BaseModel], raw: Any, loc: tuple[str | int, ...]) -> Any:
+        """`raw` as `model`, or None with its problems added to the catalog's errors."""
+        entry, problems = validate_entry(model, raw, self.label, self.lines, loc)
+        self.catalog.errors += [str(p) for p in problems]
+        return entry
+
     def error(self, table: tuple[str | int, ...], field_name: str | None, message: str) -> None:
         line = self.lines.line((*table, field_name) if field_name else table)
         self.catalog.errors.append(str(CatalogError(self.label, line, field_name, message)))
@@ -436,33 +453,23 @@ def _aliases(value: Any) -> tuple[str, ...]:
 def _load_quants(src: _Source, data: Mapping[str, Any]) -> None:
     cat = src.catalog
     for i, raw in enumerate(data.get("quant", [])):
-        try:
-            name = raw["name"]
-            bits = float(raw["bits"])
-            ftype = raw.get("gguf_file_type")
-            cat.quants[name] = Quant(
-                name, bits, _aliases(raw.get("aliases")), int(ftype) if ftype is not None else None
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            src.error(("quant", i), exc.args[0] if isinstance(exc, KeyError) else None, f"bad quant: {exc}")
+        q = src.validated(QuantEntry, raw, ("quant", i))
+        if q is not None:
+            cat.quants[q.name] = Quant(q.name, q.bits, _aliases(q.aliases), q.gguf_file_type)
     for i, raw in enumerate(data.get("kv_dtype", [])):
-        try:
-            cat.kv_dtypes[raw["name"]] = KvDtype(
-                raw["name"], float(raw["bytes"]), _aliases(raw.get("aliases"))
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            src.error(
-                ("kv_dtype", i), exc.args[0] if isinstance(exc, KeyError) else None, f"bad KV type: {exc}"
-            )
+        d = src.validated(KvDtypeEntry, raw, ("kv_dtype", i))
+        if d is not None:
+            cat.kv_dtypes[d.name] = KvDtype(d.name, d.bytes, _aliases(d.aliases))
 
 
 def _load_models(src: _Source, data: Mapping[str, Any], source: str) -> None:
     cat = src.catalog
     for i, raw in enumerate(data.get("model", [])):
-        if not isinstance(raw, dict):
+        preset = src.validated(model_preset_entry(_ARCH_INT, _ARCH_FLOAT, _ARCH_BOOL), raw, ("model", i))
+        if preset is None:
             continue
         try:
-            spec, tags = _model_from_raw(cat, raw)
+            spec, tags = _model_from_raw(cat, preset.model_dump(exclude_none=True))
         except _FieldError as exc:
             src.error(("model", i), exc.field, exc.message)
             continue
@@ -498,17 +505,7 @@ class _FieldError(Exception):
 
 
 def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, list[dict[str, Any]]]:
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise _FieldError("name", "a model needs a name")
-    for key in raw:
-        if (
-            key not in _MODEL_META
-            and key not in _ARCH_INT
-            and key not in _ARCH_FLOAT
-            and key not in _ARCH_BOOL
-        ):
-            raise _FieldError(key, "unknown field")
+    name = raw["name"]  # checked by the preset's model, as every value's type and range below
     base_name = raw.get("like") or (name if name in cat.models else None)
     base = cat.model(base_name) if base_name else None
     if raw.get("like") and base is None:
@@ -516,23 +513,7 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
     arch_values: dict[str, Any] = (
         {f.name: getattr(base.arch, f.name) for f in fields(Architecture)} if base else {}
     )
-    for key in _ARCH_INT:
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise _FieldError(key, "expected a whole number >= 0")
-            arch_values[key] = v
-    for key in _ARCH_FLOAT:
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise _FieldError(key, "expected a number >= 0")
-            arch_values[key] = float(v)
-    for key in _ARCH_BOOL:
-        if key in raw:
-            if not isinstance(raw[key], bool):
-                raise _FieldError(key, "expected true or false")
-            arch_values[key] = raw[key]
+    arch_values.update({key: raw[key] for key in (*_ARCH_INT, *_ARCH_FLOAT, *_ARCH_BOOL) if key in raw})
     for key in ("layers", "hidden", "heads", "vocab", "params"):
         if not arch_values.get(key):
             raise _FieldError(key, "required (or `like` another model)")
@@ -547,17 +528,8 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
     if q is None:
         raise _FieldError("native_quant", f"unknown quantisation {native!r}")
     file_gb = raw.get("file_gb")
-    if file_gb is not None and (
-        isinstance(file_gb, bool) or not isinstance(file_gb, int | float) or file_gb <= 0
-    ):
-        raise _FieldError("file_gb", "expected a number of GB > 0")
-    try:
-        aliases = _aliases(raw.get("aliases"))
-    except ValueError as exc:
-        raise _FieldError("aliases", str(exc)) from None
+    aliases = _aliases(raw.get("aliases"))
     tags = raw.get("ollama", [])
-    if not isinstance(tags, list):
-        raise _FieldError("ollama", "expected [[model.ollama]] tables")
     spec = ModelSpec(
         name=name.strip(),
         arch=arch,

@@ -8,11 +8,99 @@ the model source it configures, the rest of the catalog loads.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import math
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sparktop.settings.files import KeyLines, SettingsError, problems_from
+
+
+def _finite_positive(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"must be a finite number above 0, not {value}")
+    return float(value)
+
+
+def _finite_not_negative(value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"must be a finite number >= 0, not {value}")
+    return float(value)
+
+
+PositiveNumber = Annotated[float, Field(allow_inf_nan=True), AfterValidator(_finite_positive)]
+NumberNotNegative = Annotated[float, Field(allow_inf_nan=True), AfterValidator(_finite_not_negative)]
+WholeNotNegative = Annotated[int, Field(ge=0)]
+Name = Annotated[str, Field(min_length=1)]
+
+
+class QuantEntry(BaseModel):
+    """[[quant]]: a weights format and its bits per weight."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Name
+    bits: PositiveNumber
+    aliases: str | list[str] = []
+    gguf_file_type: WholeNotNegative | None = None
+
+
+class KvDtypeEntry(BaseModel):
+    """[[kv_dtype]]: a KV cache element type and its size."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Name
+    bytes: PositiveNumber
+    aliases: str | list[str] = []
+
+
+class _ModelMeta(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Annotated[str, Field(pattern=r"\S")]
+    like: str | None = None
+    hf_id: str | None = None
+    aliases: str | list[str] = []
+    description: str | None = None
+    native_quant: str | None = None
+    file_gb: PositiveNumber | None = None
+    ollama: list[dict[str, Any]] = []
+
+
+@functools.cache
+def model_preset_entry(
+    ints: tuple[str, ...], floats: tuple[str, ...], bools: tuple[str, ...]
+) -> type[BaseModel]:
+    """[[model]]: a model's architecture (its config.json facts), optionally `like` another preset. The
+    architecture fields are the catalog's (it adds one in one place); which are required depends on `like`,
+    so the loader checks that; here each value's type and range."""
+    fields: dict[str, Any] = {name: (WholeNotNegative | None, None) for name in ints}
+    fields |= {name: (NumberNotNegative | None, None) for name in floats}
+    fields |= {name: (bool | None, None) for name in bools}
+    return create_model("ModelPresetEntry", __base__=_ModelMeta, **fields)
+
+
+class OllamaTagEntry(BaseModel):
+    """[[model.ollama]]: an Ollama tag of the model above it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    tag: Name
+    quant: str = "Q4_K_M"
+    file_gb: PositiveNumber | None = None
+    context: Any = None  # checked by the parameter rules plans use
+
+
+def validate_entry(
+    model: type[BaseModel], raw: Any, file: str, lines: KeyLines, loc: tuple[str | int, ...]
+) -> tuple[Any, list[SettingsError]]:
+    """(the entry, []) or (None, its problems) for one table of the catalog at `loc`."""
+    try:
+        return model.model_validate(raw), []
+    except ValidationError as exc:
+        return None, problems_from(exc, file, lines, loc)
 
 
 class DiscoverySettings(BaseModel):
@@ -81,4 +169,14 @@ def read_discovery(
     return settings, problems, {SOURCE_OF_KEY[k] for k in dropped if k in SOURCE_OF_KEY}
 
 
-__all__ = ["CatalogFile", "DiscoverySettings", "read_catalog_file", "read_discovery"]
+__all__ = [
+    "CatalogFile",
+    "DiscoverySettings",
+    "KvDtypeEntry",
+    "OllamaTagEntry",
+    "QuantEntry",
+    "model_preset_entry",
+    "read_catalog_file",
+    "read_discovery",
+    "validate_entry",
+]

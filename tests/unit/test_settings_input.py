@@ -247,3 +247,23 @@ def test_a_capped_value_is_said_without_verbose(capsys):
     assert sparktop(["plan", "--clean", "--no-discover", "llama3.1:8b,context=1000000"]) in (0, 1, 2)
     out = capsys.readouterr().out
     assert "context 1000000 capped at the model's trained 131072" in out
+
+
+def test_catalog_tables_are_checked_by_their_models(tmp_path):
+    # bits = inf used to reach the estimates (an infinite footprint, int(inf) in the What-if bar).
+    path = user_file(
+        tmp_path,
+        "catalog.toml",
+        '[[quant]]\nname = "Q9"\nbits = inf\n\n[[kv_dtype]]\nname = "k"\nbytes = -1\n\n'
+        '[[model]]\nname = "m"\nlike = "llama-3.1-8b"\nlayers = -3\n\n'
+        '[[model]]\nname = "n"\nlike = "llama-3.1-8b"\n'
+        "params = nan\nshiny = 1\n",
+    )
+    cat = load_catalog(discover=False)
+    assert f"{path}:3: bits: must be a finite number above 0, not inf" in cat.errors
+    assert f"{path}:7: bytes: must be a finite number above 0, not -1.0" in cat.errors
+    assert any(e.startswith(f"{path}:12: layers: ") for e in cat.errors), cat.errors
+    assert any(e.startswith(f"{path}:17: params: must be a finite number") for e in cat.errors), cat.errors
+    assert f"{path}:18: shiny: unknown key" in cat.errors
+    assert cat.quant("Q9") is None and cat.model("m") is None and cat.model("n") is None
+    assert cat.model("llama-3.1-8b") is not None
