@@ -45,9 +45,9 @@ ON CONFLICT (kind, name) DO UPDATE SET
 
 
 def default_path() -> Path:
-    import platformdirs
+    from sparktop.settings.files import state_dir
 
-    return platformdirs.user_state_path("sparktop") / FILENAME
+    return state_dir() / FILENAME
 
 
 @dataclass(frozen=True)
