@@ -157,7 +157,7 @@ def config_from_mapping(
     data: Mapping[str, Any], file: str | None = None, text: str = ""
 ) -> tuple[Config, list[str]]:
     config, problems = _validate_keeping_good(dict(data), file, KeyLines(text) if text else None)
-    return config, [str(p) for p in problems]
+    return config, [str(p) for p in sorted(problems, key=lambda p: p.line or 0)]  # in the file's order
 
 
 def load_config(path: Path | None = None) -> tuple[Config, list[str]]:

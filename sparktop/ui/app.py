@@ -258,7 +258,9 @@ class SparktopApp(App[None]):
         self.query_one(ConsumerSummary).border_title = "Consumers"
         self._apply_size(self.size.width, self.size.height)
         for message in self._startup_messages:
-            self.notify(message, title="sparktop · M shows it again", severity="warning", timeout=12)
+            self.notify(message, title="sparktop", severity="warning", timeout=12)
+        if self._startup_messages:
+            self.notify("M shows these messages again", timeout=12)
         for _ in range(self.warmup):
             try:
                 snapshot = self.source.sample()

@@ -96,6 +96,10 @@ def test_user_theme_is_added_and_can_override(tmp_path):
             ":5: variables.block-cursor-text-style: 'fancy' is not a text style",
         ),
         ('name = "x"\n[colors]\nprimary = "#fff"\n[variables]\nx = 1\n', ":5: variables.x: must be a string"),
+        (
+            'name = "x"\n[colors]\nprimary = "#fff"\n[variables]\nblock-cursor-background = "[/b]nope"\n',
+            ":5: variables.block-cursor-background: '[/b]nope' is not a colour",
+        ),
     ],
 )
 def test_bad_theme_names_file_and_key(tmp_path, text, message):
