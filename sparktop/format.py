@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sparktop.model import GB, GIB
-
-MIB = 1024**2
-MB = 1000**2
+from sparktop.model import GB, GIB, MB, MIB
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 

@@ -53,6 +53,7 @@ from sparktop.settings.catalog import (
     CatalogFile,
     DiscoverySettings,
     KvDtypeEntry,
+    OllamaTagEntry,
     QuantEntry,
     model_preset_entry,
     read_catalog_file,
@@ -488,7 +489,10 @@ def _load_models(src: _Source, data: Mapping[str, Any], source: str) -> None:
                 origin=f"{src.label}:{src.header('model', i)}",
             ),
         )
-        for j, tag in enumerate(tags):
+        for j, raw_tag in enumerate(tags):
+            tag = src.validated(OllamaTagEntry, raw_tag, ("model", i, "ollama", j))
+            if tag is None:
+                continue
             try:
                 entry = _ollama_entry(cat, spec, tag)
             except _FieldError as exc:
@@ -544,32 +548,22 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
     return spec, tags
 
 
-def _ollama_entry(cat: Catalog, spec: ModelSpec, tag: Any) -> CatalogEntry:
-    if not isinstance(tag, dict) or not isinstance(tag.get("tag"), str):
-        raise _FieldError("tag", 'an Ollama tag needs `tag = "name:tag"`')
-    extra = set(tag) - {"tag", "quant", "file_gb", "context"}
-    if extra:
-        raise _FieldError(sorted(extra)[0], "unknown field")
-    q = cat.quant(str(tag.get("quant", "Q4_K_M")))
+def _ollama_entry(cat: Catalog, spec: ModelSpec, tag: OllamaTagEntry) -> CatalogEntry:
+    q = cat.quant(tag.quant)
     if q is None:
-        raise _FieldError("quant", f"unknown quantisation {tag.get('quant')!r}")
+        raise _FieldError("quant", f"unknown quantisation {tag.quant!r}")
     fields_: dict[str, Any] = {"kind": "inference", "engine": "ollama", "model": spec.name, "quant": q.name}
-    if "context" in tag:
+    if tag.context is not None:
         try:
-            fields_["context"] = coerce(SPECS["context"], tag["context"])
+            fields_["context"] = coerce(SPECS["context"], tag.context)
         except ValueError as exc:
             raise _FieldError("context", str(exc)) from None
-    file_gb = tag.get("file_gb")
-    if file_gb is not None and (
-        isinstance(file_gb, bool) or not isinstance(file_gb, int | float) or file_gb <= 0
-    ):
-        raise _FieldError("file_gb", "expected a number of GB > 0")
     return CatalogEntry(
-        name=tag["tag"],
+        name=tag.tag,
         fields=fields_,
         description=f"Ollama: {spec.description or spec.name} ({q.name})",
         source="ollama",
-        weights_bytes=float(file_gb) * GB if file_gb else None,
+        weights_bytes=tag.file_gb * GB if tag.file_gb else None,
     )
 
 

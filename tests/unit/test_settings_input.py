@@ -267,3 +267,16 @@ def test_catalog_tables_are_checked_by_their_models(tmp_path):
     assert f"{path}:18: shiny: unknown key" in cat.errors
     assert cat.quant("Q9") is None and cat.model("m") is None and cat.model("n") is None
     assert cat.model("llama-3.1-8b") is not None
+
+
+def test_an_ollama_tag_is_checked_by_its_model(tmp_path):
+    path = user_file(
+        tmp_path,
+        "catalog.toml",
+        '[[model]]\nname = "mine"\nlike = "llama-3.1-8b"\n\n[[model.ollama]]\ntag = "mine:q4"\nfile_gb = inf\n\n'
+        '[[model.ollama]]\ntag = "mine:q8"\nquant = "Q8_0"\nfile_gb = 8.5\n',
+    )
+    cat = load_catalog(discover=False)
+    assert f"{path}:7: file_gb: must be a finite number above 0, not inf" in cat.errors
+    assert cat.find("mine:q4") is None
+    assert cat.find("mine:q8").weights_bytes == 8.5e9
