@@ -273,7 +273,8 @@ def test_an_ollama_tag_is_checked_by_its_model(tmp_path):
     path = user_file(
         tmp_path,
         "catalog.toml",
-        '[[model]]\nname = "mine"\nlike = "llama-3.1-8b"\n\n[[model.ollama]]\ntag = "mine:q4"\nfile_gb = inf\n\n'
+        '[[model]]\nname = "mine"\nlike = "llama-3.1-8b"\n\n'
+        '[[model.ollama]]\ntag = "mine:q4"\nfile_gb = inf\n\n'
         '[[model.ollama]]\ntag = "mine:q8"\nquant = "Q8_0"\nfile_gb = 8.5\n',
     )
     cat = load_catalog(discover=False)
