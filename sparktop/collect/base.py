@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from sparktop.model import ServiceReport, Snapshot
+from sparktop.text import one_line
 
 T = TypeVar("T")
 
@@ -36,12 +37,6 @@ class Collector(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one readable line (its message with whitespace collapsed, else its type)."""
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 class Poller(Generic[T]):

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from sparktop.collect.base import Collector, one_line
+from sparktop.collect.base import Collector
 from sparktop.collect.cgroups import CgroupFS
 from sparktop.collect.control import ContainerController
 from sparktop.collect.processes import ProcessScanner, read_pss
@@ -33,6 +33,7 @@ from sparktop.model import (
     ProcessInfo,
     Snapshot,
 )
+from sparktop.text import one_line
 
 __all__ = ["LiveSource"]
 

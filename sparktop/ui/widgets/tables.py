@@ -20,9 +20,9 @@ from textual.widgets import DataTable
 from sparktop.analysis.accounting import process_key
 from sparktop.analysis.row_trends import process_gpu, process_total
 from sparktop.collect.controllers import foreign_engine
-from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 from sparktop.format import fmt_bytes, fmt_rate
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 
 T = TypeVar("T")
 
