@@ -543,6 +543,9 @@ class SparktopApp(App[None]):
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.has_class("-too-small") and action not in ("quit", "help"):
+            # Only the "too small" message is on screen: no key may act on the tabs and tables behind it.
+            return False
         if action in self.STOP_ACTIONS:
             return self.stops.available
         if action == "explain_no_stop":
