@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sparktop import __version__
 from sparktop.format import fmt_bytes, fmt_size
+from sparktop.text import VisibleArgumentParser
 
 if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
@@ -34,7 +35,7 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _main_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = VisibleArgumentParser(
         prog="sparktop",
         description="Terminal dashboard for the NVIDIA DGX Spark: unified memory, per-container attribution, "
         "what-if planning. Subcommands: `sparktop record FILE`, `sparktop plan WORKLOAD...` "
@@ -64,7 +65,7 @@ def _main_parser() -> argparse.ArgumentParser:
 
 
 def _record_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = VisibleArgumentParser(
         prog="sparktop record",
         description="Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times "
         "smaller), flushed every tick; "

@@ -21,7 +21,7 @@ from sparktop.analysis.estimate import GB
 from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.catalog.loader import Catalog, load_catalog
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
-from sparktop.text import json_visible, visible_lines
+from sparktop.text import VisibleArgumentParser, json_visible, visible_lines
 
 if TYPE_CHECKING:
     from sparktop.model import Snapshot
@@ -41,7 +41,7 @@ with --optimistic, from the mid ones:
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.print_usage(sys.stderr)
-    parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message}\n")
+    parser.exit(EXIT_BAD_INPUT, visible_lines(f"{parser.prog}: error: {message}\n"))  # it quotes the argv
 
 
 def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:
@@ -336,7 +336,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
 
 
 def main(argv: Sequence[str] | None = None, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sparktop plan")
+    parser = VisibleArgumentParser(prog="sparktop plan")
     add_plan_arguments(parser)
     args = parser.parse_args(list(argv) if argv is not None else None)
     return run_plan(args, baseline_provider)

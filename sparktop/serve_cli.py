@@ -11,6 +11,8 @@ import sys
 import threading
 from pathlib import Path
 
+from sparktop.text import VisibleArgumentParser
+
 DEFAULT_PORT = 9877
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
 
@@ -42,7 +44,7 @@ def add_line_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = VisibleArgumentParser(
         prog="sparktop serve",
         description="Prometheus exporter: /metrics, /snapshot.json (as `--once --json`) and /healthz. "
         "Read-only: nothing over HTTP acts on the machine.",

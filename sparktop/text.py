@@ -19,8 +19,9 @@ recording replayed is validated again):
 
 from __future__ import annotations
 
+import argparse
 import re
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 from pydantic import AfterValidator
 
@@ -77,3 +78,11 @@ def json_visible(document: str) -> str:
     """A JSON document as `json.dumps` / pydantic write it, with the characters JSON leaves raw (C1 controls,
     bidi controls, separators) written as `\\uXXXX` escapes too: the same data, safe on a terminal."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+
+class VisibleArgumentParser(argparse.ArgumentParser):
+    """argparse, whose error line quotes the bad argument back (`unrecognized arguments: -ESC]2;…`): made
+    visible before it reaches the terminal."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(visible_lines(message))

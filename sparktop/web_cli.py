@@ -19,12 +19,13 @@ import socket
 import sys
 
 from sparktop.serve_cli import add_line_arguments, add_source_arguments, load_lines
+from sparktop.text import VisibleArgumentParser
 
 DEFAULT_PORT = 8765
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = VisibleArgumentParser(
         prog="sparktop web",
         description="The dashboard in a browser (textual-serve). Read-only unless --allow-actions.",
     )
