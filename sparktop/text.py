@@ -19,9 +19,8 @@ recording replayed is validated again):
 
 from __future__ import annotations
 
-import argparse
 import re
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 from pydantic import AfterValidator
 
@@ -80,9 +79,10 @@ def json_visible(document: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
-class VisibleArgumentParser(argparse.ArgumentParser):
-    """argparse, whose error line quotes the bad argument back (`unrecognized arguments: -ESC]2;…`): made
-    visible before it reaches the terminal."""
-
-    def error(self, message: str) -> NoReturn:
-        super().error(visible_lines(message))
+def one_line(text: object, limit: int | None = None) -> str:
+    """`text` (an exception, a message) on one line: runs of whitespace, newlines included, become one space;
+    cut at `limit` characters with "…"; an exception without a message reads as its type's name."""
+    line = " ".join(str(text).split())
+    if not line and isinstance(text, BaseException):
+        line = type(text).__name__
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"

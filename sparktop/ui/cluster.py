@@ -26,8 +26,8 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from sparktop.cluster.model import ClusterError, NodeView
-from sparktop.config import Config
 from sparktop.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size, unit_size
+from sparktop.settings.config import Config
 from sparktop.text import visible as plain
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
@@ -159,6 +159,12 @@ class NodeCard(Static, can_focus=True):
         self.set_class(node.status == "stale", "-stale")
         width = (self.content_size.width or 34) if self.is_mounted else 34
         self.update(card_text(node, width, units, palette))
+
+    def on_resize(self) -> None:
+        # The bar fills the card's width, known only after layout.
+        app = self.app
+        if isinstance(app, ClusterApp):
+            self.show(self.node, app.config.units, app.palette)
 
     def on_click(self) -> None:
         self.focus()

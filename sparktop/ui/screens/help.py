@@ -27,6 +27,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `p` | pause / resume the display (sampling goes on) |
 | `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
+| `M` | messages: every warning since start (problems in the config, theme, catalog and plan files) |
 | `ctrl+p` | command palette: every action by name |
 | `?` | this help |
 | `q` or `ctrl+c` | quit (`ctrl+q` too) |
@@ -72,6 +73,10 @@ The **safe 80 GB** and **aggressive 100 GB** lines (decimal GB, `--safe` / `--ma
 fall. The state reads *under safe*, *over safe* or *OVER AGGRESSIVE*.
 
 On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side is counted apart.
+
+On a machine with a **discrete GPU** (an H100, an RTX card; the header says *discrete GPU*), GPU memory is
+the GPU's own, not the pool's: a second bar under the pool's shows it, each holder in the same colour as in
+the pool bar, with *other* (what the driver counts as used that no listed process explains) and *free*.
 
 A model server (Ollama, vLLM, SGLang, llama.cpp) is split into **one segment per loaded model**, next to
 the server's own remainder. **CUDA free** (under *available*) is what a CUDA program is told is free: on GB10
