@@ -50,7 +50,10 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        from sparktop.text import visible_lines
+
+        # The message quotes the bad argument back (`unrecognized arguments: -ESC]2;…`): made visible.
+        self.exit(EXIT_BAD_INPUT, visible_lines(f"{self.prog}: error: {message}\n"))
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:

@@ -42,7 +42,7 @@ with --optimistic, from the mid ones:
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.print_usage(sys.stderr)
-    parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message}\n")
+    parser.exit(EXIT_BAD_INPUT, visible_lines(f"{parser.prog}: error: {message}\n"))  # it quotes the argv
 
 
 def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:

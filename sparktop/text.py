@@ -78,6 +78,7 @@ def json_visible(document: str) -> str:
     bidi controls, separators) written as `\\uXXXX` escapes too: the same data, safe on a terminal."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
+
 def one_line(text: object, limit: int | None = None) -> str:
     """`text` (an exception, a message) on one line: runs of whitespace, newlines included, become one space;
     cut at `limit` characters with "…"; an exception without a message reads as its type's name."""

@@ -177,6 +177,10 @@ def describe(attrs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _stale_reason(detail: str, age: float) -> str:
+    return f"Docker engine stopped answering ({detail}) — names from {max(0.0, age):.0f} s ago, retrying"
+
+
 class DockerDiscovery:
     """Container names, images and compose labels, fetched at most every `refresh_s` seconds.
 
@@ -205,6 +209,7 @@ class DockerDiscovery:
         self._next_at: float | None = None
         self._fetched_at: float | None = None  # clock time of the last successful fetch
         self._failures = 0
+        self._stale_detail: str | None = None  # why the kept names are stale (None: they are not)
         self.url: str | None = None
         self.last_fetch_s: float | None = None  # how long the last refresh took (success or not)
         self.fetches = 0  # refresh attempts, for tests and the debug view
@@ -222,7 +227,13 @@ class DockerDiscovery:
             now = self._clock()
             if self._next_at is None or now >= self._next_at:
                 self._refresh(now)
-            return {cid: dict(info) for cid, info in self._names.items()}, self._status
+            status = self._status
+            if self._stale_detail is not None and self._fetched_at is not None:
+                # The age of the kept names as of now, not frozen at the failure ("names from 3 s ago" for
+                # half a minute).
+                reason = _stale_reason(self._stale_detail, now - self._fetched_at)
+                status = DockerStatus(available=False, reason=reason)
+            return {cid: dict(info) for cid, info in self._names.items()}, status
 
     def invalidate(self) -> None:
         """Refresh on the next `containers()` call, whatever the schedule."""
@@ -271,19 +282,25 @@ class DockerDiscovery:
         self._names = names
         self._fetched_at = now
         self._failures = 0
+        self._stale_detail = None
         self._next_at = now + self.refresh_s
         self._status = DockerStatus(available=True, reason=None)
 
     def _failed(self, now: float, exc: BaseException) -> None:
         self._drop_client()
         self._failures += 1
+        kind = classify(exc)
         delay = min(self.max_retry_s, self.refresh_s * 2 ** (self._failures - 1))
+        if kind in ("missing", "refused"):
+            # Failing costs a millisecond (no socket, nobody listening): ask again every refresh_s, so names
+            # are fresh, and the stale notice gone, within refresh_s of the engine coming back.
+            delay = self.refresh_s
         self._next_at = now + max(delay, self.refresh_s)
+        self._stale_detail = None
         if self.url is None:
             with contextlib.suppress(Exception):
                 self.url = resolve_endpoint(self._base_url)[0]
         where = _where(self.url or self._base_url or DEFAULT_SOCKET)
-        kind = classify(exc)
         if kind == "denied":
             reason = f"permission denied on {where} — {GROUP_HINT}"
         elif self._names and self._fetched_at is not None:
@@ -294,7 +311,8 @@ class DockerDiscovery:
                 "timeout": f"no answer within {self.api_timeout:g} s",
                 "disconnected": "connection lost",
             }.get(kind, _api_explanation(exc))
-            reason = f"Docker engine stopped answering ({detail}) — names from {age:.0f} s ago, retrying"
+            self._stale_detail = detail
+            reason = _stale_reason(detail, age)
         elif kind == "missing":
             reason = f"Docker socket {where} not found — {BY_ID}"
         elif kind == "refused":

@@ -27,7 +27,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from sparktop.analysis.headroom import engine_headroom
@@ -50,6 +50,7 @@ from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.consumer_summary import ConsumerSummary
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
+from sparktop.ui.widgets.footer import Footer
 from sparktop.ui.widgets.gpu_memory_bar import GpuMemoryBar
 from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.history_chart import HistoryChart
@@ -576,6 +577,9 @@ class SparktopApp(App[None]):
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.has_class("-too-small") and action not in ("quit", "help"):
+            # Only the "too small" message is on screen: no key may act on the tabs and tables behind it.
+            return False
         if action in self.STOP_ACTIONS:
             return self.stops.available
         if action == "explain_no_stop":

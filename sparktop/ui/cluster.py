@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from sparktop.cluster.model import ClusterError, NodeView
@@ -32,6 +32,7 @@ from sparktop.text import visible as plain
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar, bar_state
+from sparktop.ui.widgets.footer import Footer
 
 STATUS_STYLE = {
     "up": "bold green",

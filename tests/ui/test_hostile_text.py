@@ -22,6 +22,7 @@ from sparktop.model import DockerStatus, GpuReport, Snapshot
 from sparktop.settings.config import Config
 from sparktop.text import has_raw_controls
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.widgets.tables import process_key
 
 EVIL_NAME = "[/b]evil"
@@ -168,3 +169,30 @@ async def test_compose_project_named_as_markup_stops_and_reports(tmp_path: Path)
         shown = screen_text(app)
         assert not has_raw_controls(shown)
         assert app.is_running
+
+
+async def test_keys_do_nothing_behind_the_too_small_message(tmp_path: Path) -> None:
+    app = SparktopApp(
+        DemoSource(scenario="default", seed=0),
+        Config(),
+        auto_refresh=False,
+        warmup=2,
+        user_theme_dir=tmp_path / "no-themes",
+    )
+    app.stops.log.path = tmp_path / "actions.log"
+    async with app.run_test(size=(50, 15)) as pilot:
+        assert app.has_class("-too-small")
+        tabs = app.query_one(TabbedContent)
+        await pilot.press("2", "s", "S", "k", "K", "o", "p", "slash", "4")
+        await pilot.pause()
+        assert tabs.active == "dashboard" and not app.paused
+        assert app.stops.reports == [] and not isinstance(app.screen, ConfirmScreen)
+        assert not (tmp_path / "actions.log").exists()
+        await pilot.resize_terminal(120, 36)
+        await pilot.pause()
+        assert not app.has_class("-too-small")
+        await pilot.press("2")
+        await pilot.pause()
+        assert tabs.active == "containers"  # the same key acts once the tables are on screen
+        await pilot.press("q")
+    assert app.return_code == 0

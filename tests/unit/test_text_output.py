@@ -83,3 +83,13 @@ def test_plan_never_echoes_controls(capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert not has_raw_controls(captured.out) and not has_raw_controls(captured.err)
     assert HOSTILE in json.loads(captured.out)["error"]  # JSON keeps the data, escaped as JSON does
+
+
+@pytest.mark.parametrize("entry", ["sparktop", "plan", "record"])
+def test_argparse_errors_quote_bad_arguments_visibly(entry: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = {"sparktop": [], "plan": ["plan"], "record": ["record", "never-made.jsonl"]}[entry]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, f"--x{HOSTILE}"])
+    assert exit_info.value.code in (2, 3)  # argparse's usage error; `plan` says 3, bad input
+    err = capsys.readouterr().err
+    assert SHOWN in err and not has_raw_controls(err)

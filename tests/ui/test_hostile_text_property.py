@@ -1,0 +1,137 @@
+"""Property: any Unicode from outside (markup, C0/C1 controls, bidi overrides, lone surrogates, 10 kB strings)
+as process names, command lines, users, container names, images, compose labels, hostnames, error lines, a
+theme name from the config and workload names goes through every renderer — budget bar, tables, stop dialog,
+toasts, `--once` (text and JSON) and `plan` — without an exception and without one raw control character in
+what reaches the terminal (issue 13 item 14, the string half)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from textual.widgets import TabbedContent
+
+from sparktop import plan_cli
+from sparktop.cli import summarize
+from sparktop.collect.demo import DemoSource
+from sparktop.config import Config
+from sparktop.model import Snapshot
+from sparktop.text import has_raw_controls, json_visible
+from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.screens.confirm import ConfirmScreen
+from sparktop.ui.whatif import WhatIfPane
+from tests.ui.test_hostile_text import screen_text
+
+NASTY = (
+    "\x1b]2;PWNED\x07\x1b[31m\x9b\x1b[2J\u202e\u2066\u200f\u2028\r\n\t\x00\x7f"  # controls, bidi, breaks
+    "[/b][b]\\[/]$x[@click=app.quit]-"  # markup, escapes, a variable, an action link, an option's dash
+)
+nasty_chars = st.text(alphabet=st.sampled_from(NASTY), max_size=40)
+any_unicode = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=40)
+ten_kb = st.text(alphabet=st.sampled_from(NASTY + "ab 名😀"), min_size=1, max_size=8).map(
+    lambda s: (s * (10_000 // len(s) + 1))[:10_000]
+)
+hostile = st.one_of(nasty_chars, any_unicode, ten_kb, st.just("[/b]evil"), st.just("x\\"))
+
+
+def hostile_snapshot(snapshot: Snapshot, texts: list[str]) -> Snapshot:
+    """`snapshot` with every outside string replaced, built through the model as every source (live, replay,
+    Docker discovery) builds its snapshots."""
+    data = json.loads(snapshot.model_dump_json())
+    it = iter(texts * (1 + 200 // max(1, len(texts))))
+    data["hostname"] = next(it)
+    data["errors"] = [next(it)]
+    for c in data["containers"]:
+        c["name"], c["image"], c["compose_service"] = next(it), next(it), next(it)
+        if c["compose_project"] == "audio-lab":
+            c["compose_project"] = texts[0]  # one project, so S lists several containers
+    for p in data["processes"]:
+        p["name"], p["cmdline"], p["user"] = next(it), next(it), next(it)
+    data["accounting"] = None  # accounted again from the hostile names (consumer labels)
+    return Snapshot.model_validate(data)
+
+
+class HostileSource(DemoSource):
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(scenario="default", seed=0)
+        self.texts = texts
+
+    def sample(self) -> Snapshot:
+        return hostile_snapshot(super().sample(), self.texts)
+
+
+async def _drive(texts: list[str], tmp: Path) -> list[str]:
+    app = SparktopApp(
+        HostileSource(texts),
+        Config(theme=texts[1] or "x"),  # an unknown theme from the config: its name goes into a toast
+        auto_refresh=False,
+        warmup=2,
+        user_theme_dir=tmp / "no-themes",
+    )
+    app.stops.log.path = tmp / "actions.log"
+    screens = []
+    async with app.run_test(size=(160, 44), notifications=True) as pilot:
+        screens.append(screen_text(app))  # dashboard: budget bar, legend, status line, toasts
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.query_one("#containers-table", ContainersTable)
+        target = next(c for c in app.latest.containers if c.compose_project == texts[0])
+        table.move_cursor(row=table.get_row_index(f"container:{target.id}"))
+        screens.append(screen_text(app))  # containers table
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        screens.append(screen_text(app))  # stop dialog
+        await pilot.press("n", "S")
+        await pilot.pause()
+        screens.append(screen_text(app))  # project dialog
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        for _ in range(4):
+            await app.refresh_once()
+        await pilot.press("3")
+        await pilot.pause()
+        app.query_one(ProcessesTable).move_cursor(row=0)
+        await pilot.press("s")  # a host process: the toast names it
+        app.query_one(WhatIfPane).add(texts[2])  # an unknown workload name: the toast quotes it
+        await pilot.pause(0.3)
+        screens.append(screen_text(app))  # processes table and toasts
+        assert app.query_one(TabbedContent).active == "processes" and app.is_running
+    return screens
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(hostile, min_size=3, max_size=8))
+def test_dashboard_renders_any_text_plainly(texts: list[str], tmp_path_factory) -> None:
+    tmp = tmp_path_factory.mktemp("hostile")
+    for screen in asyncio.run(_drive(texts, tmp)):
+        assert not has_raw_controls(screen), repr(screen[:200])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(hostile, min_size=1, max_size=8))
+def test_once_output_has_no_raw_controls(texts: list[str]) -> None:
+    snapshot = hostile_snapshot(DemoSource().sample(), texts)
+    from sparktop.analysis.accounting import account
+
+    snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
+    assert not has_raw_controls(summarize(snapshot))
+    document = json_visible(snapshot.model_dump_json(indent=2))
+    assert not has_raw_controls(document)
+    assert Snapshot.model_validate_json(document) == snapshot  # the same data
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=hostile, as_json=st.booleans())
+def test_plan_output_has_no_raw_controls(name: str, as_json: bool) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["--clean", "--no-discover", *(["--json"] if as_json else []), "llama3.1:8b", name]
+    # SystemExit: argparse refusing a name that looks like an option (its message is checked all the same)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        plan_cli.main(argv)
+    assert not has_raw_controls(out.getvalue()) and not has_raw_controls(err.getvalue())

@@ -1,0 +1,34 @@
+"""Long sessions: a tab switch must not leave widgets behind (issue 13 item 12).
+
+Textual's Footer rebuilds its keys on every focus change; the removed keys stayed referenced through the
+Footer's `compact` watchers (~0.45 MB a switch). The RSS figures are in bench/bench_soak.py; this counts
+the objects themselves, which is exact and quick."""
+
+from __future__ import annotations
+
+import gc
+
+from textual.widget import Widget
+from textual.widgets._footer import FooterKey
+
+from tests.ui.demo_app import make_app
+
+
+def detached_widgets() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, Widget) and not o.is_attached)
+
+
+async def test_tab_switches_leave_no_widgets_behind() -> None:
+    app = make_app(warmup=3)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for key in "12341234":  # every tab drawn once: what stays is the working set
+            await pilot.press(key)
+        await pilot.pause()
+        before = detached_widgets()
+        for key in "1234" * 3:
+            await pilot.press(key)
+        await pilot.pause()
+        assert detached_widgets() <= before, "removed widgets are still referenced"
+        footer_keys = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
+        assert all(k.is_attached for k in footer_keys)
