@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from sparktop.analysis.estimate import GB
 from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
+from sparktop.catalog.filter import parse_filter
 from sparktop.catalog.loader import Catalog, load_catalog
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
 from sparktop.text import json_visible, visible_lines
@@ -93,7 +94,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         const="",
         metavar="FILTER",
         dest="list_filter",
-        help="list catalog workloads (matching FILTER) and exit",
+        help="list catalog workloads matching FILTER (words, kind:training, source:local) and exit",
     )
     parser.add_argument("--save", type=Path, metavar="PLAN.toml", help="also write the plan to this file")
     parser.add_argument(
@@ -246,7 +247,8 @@ def render(ev: Evaluation, verbose: bool = False) -> str:
 
 
 def render_list(catalog: Catalog, filter_text: str) -> str:
-    entries = catalog.list(filter_text)
+    words, kind, source = parse_filter(filter_text)
+    entries = catalog.list(words, kind=kind, source=source)
     if not entries:
         return f"no catalog workload matches {filter_text!r}\n"
     plan = Plan(catalog)

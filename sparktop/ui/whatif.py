@@ -23,6 +23,7 @@ from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
 from sparktop.analysis.accounting import account
+from sparktop.catalog.filter import parse_filter
 from sparktop.model import Accounting, Consumer, Snapshot
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
@@ -53,22 +54,6 @@ def kind_label(kind: str, engine: str | None) -> str:
     if kind != "inference":
         return kind
     return "llm" if engine in (None, "other") else engine
-
-
-def parse_filter(text: str) -> tuple[str, str | None, str | None]:
-    """Filter words, with `kind:training` and `source:local` narrowing the list."""
-    from sparktop.catalog.params import KINDS
-
-    words, kind, source = [], None, None
-    for word in text.split():
-        key, _, value = word.partition(":")
-        if key.lower() == "kind" and value:
-            kind = next((k for k in KINDS if k.startswith(value.lower())), value.lower())
-        elif key.lower() == "source" and value:
-            source = value.lower()
-        else:
-            words.append(word)
-    return " ".join(words), kind, source
 
 
 def entry_sizes(catalog: Catalog) -> dict[str, float]:
