@@ -59,7 +59,8 @@ class _State:
 
     @property
     def shown(self) -> bool:
-        return self.answered or self.endpoint.source in ("config", "OLLAMA_HOST")
+        # Default ports and OLLAMA_HOST (often set for a server not running now) are silent until they answer.
+        return self.answered or self.endpoint.source == "config"
 
 
 class ServersCollector:
