@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sparktop.analysis.accounting import fill_accounting
+from sparktop.collect.base import Collector
 from sparktop.collect.cgroups import CgroupFS
 from sparktop.collect.processes import ProcessScanner, read_pss
 from sparktop.collect.procfs import CpuSampler, ProcReadError, read_meminfo, read_pressure
+from sparktop.collect.registry import AddOns
 from sparktop.model import (
     ContainerInfo,
     DockerStatus,
@@ -102,6 +104,7 @@ class LiveSource:
         docker: ContainerDiscovery | None = None,
         pss_top_n: int = 10,
         pss_interval: float = 10.0,
+        collectors: list[Collector] | None = None,
     ) -> None:
         self.proc_root = Path(proc_root)
         self.scanner = ProcessScanner(self.proc_root)
@@ -116,6 +119,8 @@ class LiveSource:
         self._asked_for: set[str] = set()  # unnamed Docker container ids the engine was asked about again
         self._last_memory: HostMemory | None = None
         self._pss = _PssCache(self.proc_root, pss_top_n, pss_interval)
+        # Add-on collectors (collect/registry.py): the registry's unless given (tests pass their own or []).
+        self._add_ons = AddOns(collectors)
 
     # --- the optional collectors ------------------------------------------------------------------------
 
@@ -265,7 +270,9 @@ class LiveSource:
             errors=errors,
         )
         # A bug in accounting must not take the dashboard down: the pool is shown unattributed instead.
-        return fill_accounting(snapshot)
+        snapshot = fill_accounting(snapshot)
+        self._add_ons.collect(snapshot)  # model servers, footprints: cached readings, never network I/O here
+        return snapshot
 
     @property
     def discovery(self) -> ContainerDiscovery | None:
@@ -274,6 +281,7 @@ class LiveSource:
         return self._docker
 
     def close(self) -> None:
+        self._add_ons.close()
         for collector in (self._nvml, self._docker):
             close = getattr(collector, "close", None)
             if close is not None:

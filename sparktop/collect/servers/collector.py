@@ -60,7 +60,8 @@ class _State:
     @property
     def shown(self) -> bool:
         # Default ports and OLLAMA_HOST (often set for a server not running now) are silent until they answer.
-        return self.answered or self.endpoint.source == "config"
+        # A configured one is shown once it answered or failed: nothing to say before its first probe.
+        return self.answered or (self.endpoint.source == "config" and self.error is not None)
 
 
 class ServersCollector:
