@@ -25,6 +25,7 @@ from sparktop.text import one_line
 FILENAME = "footprints.sqlite3"
 BUSY_TIMEOUT_MS = 100  # a tick may wait this long for another instance's write, no more
 LONG_RUNNING_S = 300.0  # a process counts once it has run this long (a compiler is not a workload)
+MIN_PROCESS_BYTES = 256 * 1024**2  # and holds this much: the planner has no use for the peak of `cron`
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS footprint (
     kind TEXT NOT NULL,          -- container | image | model | process
@@ -201,9 +202,11 @@ def observe(store: FootprintStore, snapshot: Snapshot, long_running_s: float = L
             if nbytes and report.server:
                 store.record("model", model_key(report.server, model.name), nbytes)
     for proc in snapshot.processes:
-        nbytes = totals.get(process_key(proc))
-        if nbytes and proc.start_time is not None and snapshot.timestamp - proc.start_time >= long_running_s:
-            store.record("process", proc.name, nbytes)
+        own = (proc.pss or proc.rss) + (proc.gpu_bytes or 0)
+        if own < MIN_PROCESS_BYTES or proc.start_time is None or proc.container_id is not None:
+            continue  # the cheap tests first: a tick sees a thousand processes
+        if snapshot.timestamp - proc.start_time >= long_running_s:
+            store.record("process", proc.name, totals.get(process_key(proc), own))
 
 
 def model_key(server: str, model: str) -> str:

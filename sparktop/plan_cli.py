@@ -239,13 +239,18 @@ def render(ev: Evaluation, verbose: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_list(catalog: Catalog, filter_text: str) -> str:
+def render_list(catalog: Catalog, filter_text: str, facts: LiveFacts | None = None) -> str:
+    """The catalog as a table; `facts`: a peak measured on this machine is named beside the estimate."""
+    from sparktop.plan.measured import entry_names, measured_line
+
     entries = catalog.list(filter_text)
     if not entries:
         return f"no catalog workload matches {filter_text!r}\n"
     plan = Plan(catalog)
     rows = []
     for entry in entries:
+        measured = facts.measured_by_name(entry_names(entry)) if facts is not None else None
+        desc = f"{entry.description} · {measured_line(measured)}" if measured else entry.description
         try:
             item = plan.add(entry.name)
             ev = evaluate(Plan(catalog, [item]))
@@ -253,7 +258,7 @@ def render_list(catalog: Catalog, filter_text: str) -> str:
         except PlanError:
             gb = "?"
         kind = kind_label(entry.kind, entry.engine)
-        rows.append((entry.name, kind, gb, entry.source, entry.description))
+        rows.append((entry.name, kind, gb, entry.source, desc))
     width = min(max(len(r[0]) for r in rows) + 2, 48)
     out = [f"{'NAME':<{width}}{'KIND':<11}{'GB':>7}  {'SOURCE':<14}DESCRIPTION"]
     for name, kind, gb, source, desc in rows:
@@ -303,7 +308,8 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     problems = [f"config: {p}" for p in problems] + [f"catalog: {e}" for e in catalog.errors]
 
     if getattr(args, "list_filter", None) is not None:
-        sys.stdout.write(visible_lines(render_list(catalog, args.list_filter)))
+        facts = _facts(None, use_measured=True)
+        sys.stdout.write(visible_lines(render_list(catalog, args.list_filter, facts)))
         return 0
 
     try:

@@ -26,8 +26,12 @@ class AddOn:
     target: str  # "package.module:Class", called with no arguments
 
 
-# One line per add-on collector (see sparktop/collect/base.py for what a collector must do).
-ADD_ONS: tuple[AddOn, ...] = ()
+# One line per add-on collector (see sparktop/collect/base.py for what a collector must do). Order matters:
+# footprints records what the servers collector reported this tick.
+ADD_ONS: tuple[AddOn, ...] = (
+    AddOn("servers", "sparktop.collect.servers.collector:ServersCollector"),
+    AddOn("footprints", "sparktop.footprints:FootprintCollector"),
+)
 
 # One line per simulated collector the demo source runs (deterministic: it reads only the snapshot).
 DEMO_ADD_ONS: tuple[AddOn, ...] = ()

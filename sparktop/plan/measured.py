@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sparktop.analysis.estimate import Estimate, Range, estimate_fixed
 from sparktop.analysis.headroom import vllm_startup_check
+from sparktop.catalog.loader import CatalogEntry
 from sparktop.footprints import Footprint
 from sparktop.format import fmt_est
 from sparktop.model import Snapshot
@@ -30,7 +31,7 @@ def _names(w: Workload) -> set[str]:
     """Every name the workload may run under: catalog entry and aliases, its model's tag or id."""
     names = {w.name}
     if w.entry is not None:
-        names |= {w.entry.name, *w.entry.aliases}
+        names |= entry_names(w.entry)
     if w.model is not None:
         names.add(w.model.name)
         hf = getattr(w.model, "hf_id", None)
@@ -39,6 +40,19 @@ def _names(w: Workload) -> set[str]:
     model = w.values.get("model")
     if isinstance(model, str):
         names.add(model)
+    return _with_latest(names)
+
+
+def entry_names(entry: CatalogEntry) -> set[str]:
+    names = {entry.name, *entry.aliases}
+    model = entry.fields.get("model")
+    if isinstance(model, str):
+        names.add(model)
+    return _with_latest(names)
+
+
+def _with_latest(names: set[str]) -> set[str]:
+    """An Ollama tag without a version is `:latest`."""
     out = set()
     for name in names:
         out.add(name)
@@ -63,9 +77,11 @@ class LiveFacts:
     def measured(self, w: Workload) -> Footprint | None:
         """The highest peak stored under any of the workload's names (as a model of any server, a container
         name or an image)."""
+        return self.measured_by_name(_names(w))
+
+    def measured_by_name(self, names: set[str]) -> Footprint | None:
         if self.footprints is None:
             return None
-        names = _names(w)
         best: Footprint | None = None
         for fp in self.footprints():
             name = fp.name.split(":", 1)[1] if fp.kind == "model" and ":" in fp.name else fp.name

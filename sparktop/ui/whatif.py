@@ -191,12 +191,19 @@ class WhatIfPane(Vertical):
 
         if self.catalog is None:
             return
+        from sparktop.plan.measured import entry_names, measured_line
+
         entries = self.catalog.list(self.query_one("#whatif-filter", Input).value)
+        facts = self._facts()
         options = []
         for e in entries:
             size = self.sizes.get(e.name)
             gb = f"{size / GB:5.1f}" if size is not None else "    ?"
-            prompt = Content.assemble((f"{gb} {kind_label(e.kind, e.engine):<8} ", "dim"), e.name)
+            measured = facts.measured_by_name(entry_names(e))
+            note = f"  {measured_line(measured)}" if measured else ""
+            prompt = Content.assemble(
+                (f"{gb} {kind_label(e.kind, e.engine):<8} ", "dim"), e.name, (note, "dim")
+            )
             options.append(Option(prompt, id=e.name))
         if not options:
             options = [Option("nothing matches", disabled=True)]

@@ -57,3 +57,38 @@ async def test_server_text_is_not_markup():
         text = app.query_one(ModelsPanel).render()
         assert "[bold red]pwned[/]" in text.plain
         assert "[link=x]HTTP 500[/link]" in text.plain
+
+
+class _LiveLooking(DemoSource):
+    """The demo's machine, stamped as a live source: What-if reads the footprint store only for live data."""
+
+    def sample(self):
+        snap = super().sample()
+        snap.source = "live"
+        return snap
+
+
+async def test_whatif_plans_with_the_measured_peak_and_m_switches_back():
+    from sparktop.footprints import shared_store
+    from sparktop.model import GB
+    from sparktop.ui.whatif import WhatIfPane
+
+    store = shared_store()  # this test's own XDG_STATE_HOME (tests/conftest.py)
+    store.record("model", "ollama:llama3.1:70b", int(46.8 * GB))
+    store.flush()
+    app = make_app(warmup=0)
+    app.source = _LiveLooking("audio")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.refresh_once()
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(WhatIfPane)
+        pane.add("llama3.1:70b")
+        await pilot.pause()
+        item = pane.evaluation.items[0]
+        assert item.total.mid == 46.8 * GB
+        assert any("measured here: peak 46.8 GB" in w for w in item.warnings)
+        await pilot.press("m")
+        await pilot.pause()
+        assert pane.evaluation.items[0].total.mid != 46.8 * GB

@@ -210,3 +210,23 @@ def test_observe_records_containers_models_and_long_running_processes(tmp_path):
     assert store.peak("process", "python3").peak_bytes == 2 * GIB
     assert store.peak("process", "cc1plus") is None  # 20 s old: not a workload yet
     store.close()
+
+
+def test_observe_without_accounting_uses_the_raw_readings(tmp_path):
+    """An add-on collector sees the snapshot before the session accounts it."""
+    now = 1_795_000_000.0
+    store = FootprintStore(tmp_path / "f.sqlite3", clock=Clock(now))
+    snap = Snapshot(
+        timestamp=now,
+        memory=HostMemory(total=120 * GIB, available=60 * GIB, free=50 * GIB),
+        gpu=GpuReport(available=False),
+        containers=[
+            ContainerInfo(id="b" * 64, name="train", memory=CgroupMemory(usage=5 * GIB, working_set=4 * GIB),
+                          gpu_bytes=12 * GIB)
+        ],
+        processes=[ProcessInfo(pid=10, name="python3", rss=2 * GIB, gpu_bytes=GIB, start_time=now - 3600)],
+    )  # fmt: skip
+    observe(store, snap)
+    assert store.peak("container", "train").peak_bytes == 16 * GIB
+    assert store.peak("process", "python3").peak_bytes == 3 * GIB
+    store.close()

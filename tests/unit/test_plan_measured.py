@@ -3,6 +3,7 @@ planned workload already running is not counted twice, and vLLM's start-up check
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -79,3 +80,23 @@ def test_vllm_startup_check_said_before_launch(catalog):
     ev = evaluate(plan, Baseline.from_snapshot(snap), facts=LiveFacts(snapshot=snap))
     text = " ".join(ev.notes)
     assert "vLLM will refuse to start" in text and DROP_CACHES in text
+
+
+def test_plan_cli_lists_and_plans_with_the_measured_peak(capsys):
+    from sparktop.footprints import shared_store
+    from sparktop.plan_cli import main
+
+    store = shared_store()  # in this test's own XDG_STATE_HOME (tests/conftest.py)
+    store.record("model", "ollama:llama3.1:70b", int(46.8 * GB))
+    store.flush()
+
+    assert main(["--no-discover", "--list", "llama3.1:70b"]) == 0
+    listed = capsys.readouterr().out
+    assert "measured here: peak 46.8 GB on " in listed
+
+    main(["--clean", "--no-discover", "--json", "llama3.1:70b"])
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["items"][0]["gb"]["mid"] == pytest.approx(46.8, abs=0.05)
+    main(["--clean", "--no-discover", "--json", "--estimate", "llama3.1:70b"])
+    estimated = json.loads(capsys.readouterr().out)
+    assert estimated["items"][0]["gb"]["mid"] != pytest.approx(46.8, abs=0.05)

@@ -13,7 +13,7 @@ from werkzeug import Response
 
 from sparktop.collect.servers import llamacpp, ollama, sglang, vllm
 from sparktop.collect.servers.collector import ServersCollector
-from sparktop.collect.servers.discovery import default_endpoints, identify, normalise
+from sparktop.collect.servers.discovery import Endpoint, default_endpoints, identify, normalise
 from sparktop.collect.servers.http import ServerError
 from sparktop.model import ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
 
@@ -330,3 +330,25 @@ def test_published_ports_from_the_engine_list_entry():
     }
     assert published_ports(attrs) == [8000]
     assert published_ports({"Ports": None}) == [] and published_ports({}) == []
+
+
+def test_a_default_port_is_read_as_whatever_server_answers_there(httpserver):
+    """vLLM's default port 8000 held by an SGLang: identified by its metrics, not assumed from the port."""
+    httpserver.expect_request("/metrics").respond_with_data(text("sglang-0.4-metrics.txt"))
+    collector = ServersCollector(defaults=[Endpoint(base(httpserver), None, "default")], interval=0.1)
+    try:
+        reports = wait_for(lambda: [r for r in collector.collect(snapshot()) if r.models])
+        assert reports[0].server == "sglang"
+    finally:
+        collector.close()
+
+
+def test_a_default_port_with_something_else_stays_silent(httpserver):
+    httpserver.expect_request("/").respond_with_data("<html>a web app</html>")
+    collector = ServersCollector(defaults=[Endpoint(base(httpserver), None, "default")], interval=0.05)
+    try:
+        snap = snapshot()
+        wait_for(lambda: collector.collect(snap) == [] and collector.probes >= 2)
+        assert collector.collect(snap) == []  # not a model server: no row, no error line
+    finally:
+        collector.close()

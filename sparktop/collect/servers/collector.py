@@ -59,7 +59,9 @@ class _State:
 
     @property
     def shown(self) -> bool:
-        return self.answered or self.endpoint.source in ("config", "OLLAMA_HOST")
+        # Default ports and OLLAMA_HOST (often set for a server not running now) are silent until they answer.
+        # A configured one is shown once it answered or failed: nothing to say before its first probe.
+        return self.answered or (self.endpoint.source == "config" and self.error is not None)
 
 
 class ServersCollector:
@@ -73,7 +75,7 @@ class ServersCollector:
         timeout: float = 1.0,
         max_backoff: float = 60.0,
         workers: int = 4,
-        defaults: bool = True,
+        defaults: bool | Iterable[Endpoint] = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.interval = interval
@@ -86,7 +88,9 @@ class ServersCollector:
         self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sparktop-servers")
         configured, self.config_errors = config_endpoints(endpoints)
-        fixed = [*configured, *(default_endpoints(os.environ if env is None else env) if defaults else [])]
+        if defaults is True:
+            defaults = default_endpoints(os.environ if env is None else env)
+        fixed = [*configured, *(defaults or [])]
         self._fixed: dict[str, Endpoint] = {}
         for ep in fixed:
             self._fixed.setdefault(ep.base, ep)

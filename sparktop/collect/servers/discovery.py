@@ -55,7 +55,10 @@ def default_endpoints(env: Mapping[str, str]) -> list[Endpoint]:
     for module in (ollama, vllm, sglang, llamacpp):
         base = f"http://{LOCAL}:{module.DEFAULT_PORT}"
         if not any(e.base == base for e in out):
-            out.append(Endpoint(base, module.SERVER, "default"))
+            # 8000, 8080 and 30000 are common ports: whoever answers there is identified by what it says
+            # (an SGLang on 8000 is read as SGLang, a web app is left alone). 11434 is Ollama's own.
+            server = module.SERVER if module is ollama else None
+            out.append(Endpoint(base, server, "default"))
     return out
 
 

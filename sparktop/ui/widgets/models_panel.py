@@ -78,8 +78,8 @@ class ModelsPanel(TextPanel):
         if not rows:
             lines.append(
                 Text(
-                    "No model server found (Ollama :11434, vLLM :8000, SGLang :30000, llama.cpp :8080, "
-                    "ports containers publish, and [[servers]] in the config are tried).",
+                    "No model server found (Ollama :11434 or OLLAMA_HOST, vLLM :8000, SGLang :30000, "
+                    "llama.cpp :8080 and the ports containers publish are tried).",
                     style="dim",
                 )
             )

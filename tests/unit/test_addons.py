@@ -1,0 +1,84 @@
+"""The add-on collector seam in the live source: reports land in Snapshot.services, a failing or missing
+collector is one line in Snapshot.errors and the others still run; a model server read over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from sparktop.collect.registry import AddOn, AddOns
+from sparktop.collect.sampler import LiveSource
+from sparktop.collect.servers.collector import ServersCollector
+from sparktop.model import GpuReport, HostMemory, ServiceReport, Snapshot
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "servers"
+
+
+class _Fine:
+    name = "fine"
+
+    def collect(self, snapshot):
+        return [ServiceReport(collector="fine", endpoint="x")]
+
+    def close(self):
+        pass
+
+
+class _Broken:
+    name = "broken"
+
+    def collect(self, snapshot):
+        raise RuntimeError("the server\nsaid no")
+
+    def close(self):
+        raise OSError("and closing fails too")
+
+
+def _snapshot() -> Snapshot:
+    return Snapshot(
+        timestamp=0, memory=HostMemory(total=1, available=1, free=1), gpu=GpuReport(available=False)
+    )
+
+
+def test_a_broken_collector_is_one_line_and_the_others_run():
+    add_ons = AddOns([_Broken(), _Fine()])
+    snap = _snapshot()
+    add_ons.collect(snap)
+    assert [r.collector for r in snap.services] == ["fine"]
+    assert snap.errors == ["broken: the server said no"]
+    add_ons.close()  # a collector failing to close does not raise
+
+
+def test_an_add_on_that_cannot_be_imported_is_reported_once_per_tick():
+    add_ons = AddOns(add_ons=[AddOn("ghost", "sparktop.no_such_module:Nope")])
+    snap = _snapshot()
+    add_ons.collect(snap)
+    add_ons.collect(snap)
+    assert len(snap.errors) == 1 and snap.errors[0].startswith("ghost collector unavailable:")
+
+
+class _NoDocker:
+    def containers(self):
+        from sparktop.model import DockerStatus
+
+        return {}, DockerStatus(available=False, reason="not in this test")
+
+
+def test_live_source_carries_a_model_server_read_over_http(httpserver):
+    httpserver.expect_request("/api/ps").respond_with_json(
+        json.loads((DATA / "ollama-0.12-ps.json").read_text())
+    )
+    url = httpserver.url_for("/").rstrip("/")
+    collector = ServersCollector(endpoints=[{"url": url, "server": "ollama"}], defaults=False, interval=0.1)
+    source = LiveSource(docker=_NoDocker(), collectors=[collector])
+    try:
+        deadline = time.monotonic() + 5
+        snap = source.sample()
+        while not snap.services and time.monotonic() < deadline:
+            time.sleep(0.05)
+            snap = source.sample()
+        (report,) = snap.services
+        assert [m.name for m in report.models] == ["llama3.1:70b", "qwen2.5-coder:7b"]
+    finally:
+        source.close()
