@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from sparktop.model import GB, GIB
 
@@ -47,6 +47,37 @@ def fmt_rate(bytes_per_min: float | None, units: str = "GiB") -> str:
     small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
     if abs(bytes_per_min) >= big / 10:
         return f"{bytes_per_min / big:+.1f} {units}/min"
+    if abs(bytes_per_min) < small / 2:
+        return f"0 {small_name}/min"
+    return f"{bytes_per_min / small:+.0f} {small_name}/min"
+
+
+def in_big_unit(values: Iterable[float | None], units: str = "GiB", rates: bool = False) -> bool:
+    """Whether a column of these sizes (or rates per minute) reads best in GiB (GB) rather than MiB (MB):
+    its largest is at least 1 GiB (a rate: 0.1 GiB/min), as `fmt_bytes` / `fmt_rate` would pick for it.
+    One unit per column: `716 MiB` over `0.0 GiB` or `+5 MiB/min` over `+1.3 GiB/min` misleads the eye."""
+    big = unit_size(units) / (10 if rates else 1)
+    return any(v is not None and abs(v) >= big for v in values)
+
+
+def fmt_bytes_in(n: int | float | None, units: str, big: bool, precision: int = 1) -> str:
+    """`n` in the column's unit (see `in_big_unit`): `0.7 GiB` or `716 MiB`; None -> "—"."""
+    if n is None:
+        return "—"
+    if big:
+        return f"{n / unit_size(units):.{precision}f} {units}"
+    small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
+    return f"{n / small:.0f} {small_name}"
+
+
+def fmt_rate_in(bytes_per_min: float | None, units: str, big: bool) -> str:
+    """A growth rate in the column's unit: `+0.0 GiB/min` next to `+1.3 GiB/min`; None -> "—"."""
+    if bytes_per_min is None:
+        return "—"
+    if big:
+        value = round(bytes_per_min / unit_size(units), 1)
+        return f"{value:+.1f} {units}/min" if value else f"0.0 {units}/min"  # no "-0.0"
+    small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
     if abs(bytes_per_min) < small / 2:
         return f"0 {small_name}/min"
     return f"{bytes_per_min / small:+.0f} {small_name}/min"

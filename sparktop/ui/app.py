@@ -99,6 +99,7 @@ class SparktopApp(App[None]):
         Binding("4,w", "show_tab('whatif')", "What-if", show=False),
         Binding("5", "show_tab('models')", "Models", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("a", "toggle_minor", "All rows", show=False),
         Binding("s", "stop_container", "Stop"),
         Binding("S", "stop_project", "Stop project", show=False),
         Binding("k", "terminate", "SIGTERM", show=False),
@@ -410,6 +411,7 @@ class SparktopApp(App[None]):
             table.warn_color = palette.warn
             # A table on a hidden tab makes its rows only when shown or asked for a row.
             table.set_rows(rows, units, visible=active == table.parent.id)  # type: ignore[arg-type, union-attr]
+        self._update_status()  # the count of hidden rows comes from the table just drawn
 
     def _redraw_chart(self, force: bool = False) -> None:
         """The history chart, its consumers in the same colours as their bar segments. Redrawn when the new
@@ -469,7 +471,13 @@ class SparktopApp(App[None]):
             paused=self.paused,
             stale=self.stale_reason or ("end of recording" if self.source_ended else None),
             filter_text=self.query_one(ContainersTable).filter_text,
+            hidden_rows=self._hidden_rows(),
         )
+
+    def _hidden_rows(self) -> int:
+        """Rows the table on screen leaves out because they hold no memory (`a` shows them)."""
+        table = self._active_table()
+        return table.minor_hidden if table is not None and not table.show_minor else 0
 
     def _on_theme_changed(self, _theme: object) -> None:
         self._chart_drawn_at = None
@@ -532,8 +540,9 @@ class SparktopApp(App[None]):
         table = self._active_table()
         if table is not None:
             table.flush()
-            if not self.query_one("#filter").has_class("-show"):
-                table.focus()
+        self._update_status()
+        if table is not None and not self.query_one("#filter").has_class("-show"):
+            table.focus()
 
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
@@ -612,6 +621,13 @@ class SparktopApp(App[None]):
     def _apply_filter(self, text: str) -> None:
         self.query_one(ContainersTable).set_filter(text)
         self.query_one(ProcessesTable).set_filter(text)
+        self._update_status()
+
+    def action_toggle_minor(self) -> None:
+        """Show or hide the rows that hold no memory (kernel threads, empty containers)."""
+        show = not self.query_one(ProcessesTable).show_minor
+        for table in (self.query_one(ContainersTable), self.query_one(ProcessesTable)):
+            table.set_show_minor(show)
         self._update_status()
 
     def action_sort_next(self) -> None:

@@ -21,7 +21,7 @@ from textual.widgets import DataTable
 from sparktop.analysis.accounting import process_key
 from sparktop.collect.controllers import foreign_engine
 from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
-from sparktop.format import fmt_bytes, fmt_rate
+from sparktop.format import fmt_bytes_in, fmt_rate_in, in_big_unit
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 
 T = TypeVar("T")
@@ -48,6 +48,7 @@ class Row(Generic[T]):
     values: dict[str, Any]
     search: str  # lower-case text the filter matches against
     styles: dict[str, str] = field(default_factory=dict)
+    minor: bool = False  # holds no memory (a kernel thread, an empty container): hidden unless asked for
 
 
 class Cell(Text):
@@ -150,7 +151,8 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
             "pids": len(c.pids),
         }
         search = " ".join(str(values[k]) for k in ("name", "project", "service", "image", "id")).lower()
-        rows.append(Row(key=key, item=c, values=values, search=search))
+        minor = not values["total"] and not c.pids
+        rows.append(Row(key=key, item=c, values=values, search=search, minor=minor))
     return rows
 
 
@@ -235,7 +237,9 @@ def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]
             "command": p.cmdline or p.name,
         }
         search = f"{p.pid} {p.name} {container} {p.user or ''} {p.cmdline}".lower()
-        rows.append(Row(key=key, item=p, values=values, search=search))
+        # Kernel threads (children of kthreadd, pid 2) and processes holding nothing: clutter by default.
+        minor = p.pid == 2 or p.ppid == 2 or not values["total"]
+        rows.append(Row(key=key, item=p, values=values, search=search, minor=minor))
     return rows
 
 
@@ -264,6 +268,8 @@ class ConsumerTable(DataTable, Generic[T]):
         self.sort_column = sort_column if sort_column in self.column_keys else self._first_numeric()
         self.sort_reverse = specs[self.sort_column].numeric
         self.filter_text = ""
+        self.show_minor = False  # rows that hold no memory (kernel threads, empty containers)
+        self.minor_hidden = 0  # how many such rows the last draw left out
         self.units = "GiB"
         self.warn_rate = 100 * 1024**2  # bytes/min at which the trend turns the warning colour
         self.warn_color = "yellow"
@@ -272,6 +278,7 @@ class ConsumerTable(DataTable, Generic[T]):
         self._shown: dict[str, dict[str, Any]] = {}  # row key -> raw values currently drawn
         self._dirty = False  # rows changed since the last draw
         self._force = False  # redraw every cell (the units changed)
+        self._big: dict[str, bool] = {}  # bytes / rate column -> written in GiB (else MiB): one unit a column
 
     def _first_numeric(self) -> str:
         return next((k for k in self.column_keys if self.specs[k].numeric), self.column_keys[0])
@@ -329,6 +336,10 @@ class ConsumerTable(DataTable, Generic[T]):
         if self._dirty:
             self._sync(force=self._force)
 
+    def set_show_minor(self, show: bool) -> None:
+        self.show_minor = show
+        self._sync()
+
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip().lower()
         self._sync()
@@ -363,17 +374,32 @@ class ConsumerTable(DataTable, Generic[T]):
     def _visible(self, row: Row[T]) -> bool:
         return not self.filter_text or self.filter_text in row.search
 
+    def _column_units(self, rows: Iterable[Row[T]]) -> set[str]:
+        """Pick each bytes / rate column's unit from the rows shown; the columns whose unit changed."""
+        rows = list(rows)
+        changed = set()
+        for key in self.column_keys:
+            kind = self.specs[key].kind
+            if kind not in ("bytes", "rate"):
+                continue
+            big = in_big_unit((r.values.get(key) for r in rows), self.units, rates=kind == "rate")
+            if self._big.get(key) != big:
+                self._big[key] = big
+                changed.add(key)
+        return changed
+
     def _cell(self, key: str, value: Any, row: Row[T]) -> Cell:
         spec = self.specs[key]
         style = row.styles.get(key, "")
         if spec.kind == "bytes":
-            return Cell(fmt_bytes(value, self.units), value, style, justify="right")
+            text = fmt_bytes_in(value, self.units, self._big.get(key, True))
+            return Cell(text, value, style, justify="right")
         if spec.kind == "rate":
             if value is not None and value >= self.warn_rate:
                 style = style or f"bold {self.warn_color}"
             elif value is None or abs(value) < 1024**2:
                 style = style or "dim"
-            text = fmt_rate(value, self.units) if value is not None else "·"
+            text = fmt_rate_in(value, self.units, self._big.get(key, True)) if value is not None else "·"
             return Cell(text, value, style, justify="right")
         if spec.kind == "percent":
             return Cell("—" if value is None else f"{value:.0f}", value, style, justify="right")
@@ -389,7 +415,10 @@ class ConsumerTable(DataTable, Generic[T]):
             return  # not mounted yet; on_mount adds columns, the next tick fills it
         selected = self.selected_key
         cursor_row = self.cursor_row
-        wanted = {k: r for k, r in self._all_rows().items() if self._visible(r)}
+        matching = [r for r in self._all_rows().values() if self._visible(r)]
+        wanted = {r.key: r for r in matching if self.show_minor or not r.minor}
+        self.minor_hidden = len(matching) - len(wanted)
+        restyled = self._column_units(wanted.values())
         for key in [k for k in self._shown if k not in wanted]:
             self.remove_row(key)
             del self._shown[key]
@@ -400,11 +429,11 @@ class ConsumerTable(DataTable, Generic[T]):
             else:
                 for c in self.column_keys:
                     value = row.values.get(c)
-                    if force or shown.get(c) != value:
+                    if force or c in restyled or shown.get(c) != value:
                         cell = self._cell(c, value, row)
                         old = self.get_cell(key, c)
                         # Bytes jitter every tick; redraw only what the text shows (and all on `force`).
-                        if force or old.plain != cell.plain or old.style != cell.style:
+                        if force or c in restyled or old.plain != cell.plain or old.style != cell.style:
                             self.update_cell(key, c, cell)
             self._shown[key] = dict(row.values)
         self._fit_columns()

@@ -1,0 +1,95 @@
+"""The tables: one unit per column, and the rows that hold nothing (kernel threads, empty containers) left out
+until `a` asks for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparktop.collect.sampler import LiveSource
+from sparktop.config import Config
+from sparktop.format import fmt_bytes_in, fmt_rate_in, in_big_unit
+from sparktop.model import GIB, DockerStatus, GpuReport
+from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.widgets.status_line import StatusLine
+from tests.ui.demo_app import make_app
+
+MIB = 1024**2
+
+
+class NoGpu:
+    def collect(self) -> GpuReport:
+        return GpuReport(available=False, reason="no GPU in the test")
+
+
+class NoDocker:
+    def containers(self):
+        return {}, DockerStatus(available=False, reason="not used in this test")
+
+
+def column(table, key: str) -> list[str]:
+    index = table.get_column_index(key)
+    return [table.get_cell_at((row, index)).plain for row in range(table.row_count)]
+
+
+def units_of(cells: list[str]) -> set[str]:
+    return {cell.split(" ", 1)[1] for cell in cells if " " in cell}
+
+
+def test_column_unit_helpers() -> None:
+    assert in_big_unit([716 * MIB, 0, None]) is False
+    assert in_big_unit([716 * MIB, GIB]) is True
+    assert fmt_bytes_in(0, "GiB", big=False) == "0 MiB"
+    assert fmt_bytes_in(716 * MIB, "GiB", big=True) == "0.7 GiB"
+    assert in_big_unit([5 * MIB, 1.3 * GIB], rates=True)
+    assert fmt_rate_in(200 * MIB, "GiB", big=True) == "+0.2 GiB/min"
+    assert fmt_rate_in(-0.01 * GIB, "GiB", big=True) == "0.0 GiB/min"  # no "-0.0"
+    assert fmt_rate_in(5 * MIB, "GiB", big=False) == "+5 MiB/min"
+    assert fmt_bytes_in(None, "GiB", big=True) == "—"
+
+
+async def test_one_unit_per_column() -> None:
+    """`716 MiB` next to `0.0 GiB`, `+5 MiB/min` next to `+1.3 GiB/min`: each bytes or rate column now has
+    one unit, chosen by its largest value."""
+    app = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        for tab, table_type in (("2", ContainersTable), ("3", ProcessesTable)):
+            await pilot.press(tab)
+            await pilot.pause()
+            table = app.query_one(table_type)
+            for key in table.column_keys:
+                if table.specs[key].kind in ("bytes", "rate"):
+                    assert len(units_of(column(table, key))) <= 1, (key, column(table, key))
+        processes = app.query_one(ProcessesTable)
+        assert units_of(column(processes, "rss")) == {"GiB"}  # the largest is GiB: so is a 14 MiB one
+
+
+async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
+    app = SparktopApp(
+        LiveSource(nvml=NoGpu(), docker=NoDocker()),
+        Config(),
+        auto_refresh=False,
+        warmup=1,
+        user_theme_dir=Path("/nonexistent/sparktop-themes"),
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        table = app.query_one(ProcessesTable)
+        procs = {p.pid: p for p in app.latest.processes}
+        kernel = {pid for pid, p in procs.items() if p.ppid == 2 or pid == 2}
+        assert kernel, "this machine has kernel threads"
+        shown = {int(cell) for cell in column(table, "pid")}
+        assert not shown & kernel
+        assert all(cell != "0 MiB" for cell in column(table, "total"))
+        status = str(app.query_one(StatusLine).render())
+        assert f"{table.minor_hidden} empty rows hidden (a: all)" in status and table.minor_hidden >= len(
+            kernel
+        )
+        await pilot.press("a")
+        await pilot.pause()
+        shown = {int(cell) for cell in column(table, "pid")}
+        assert kernel <= shown
+        assert "hidden" not in str(app.query_one(StatusLine).render())
+        await pilot.press("a")
+        await pilot.pause()
+        assert not {int(cell) for cell in column(table, "pid")} & kernel
