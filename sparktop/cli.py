@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparktop import __version__
-from sparktop.format import fmt_bytes, fmt_size
+from sparktop.format import fmt_bytes, fmt_bytes_in, fmt_size, in_big_unit
 
 if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
@@ -151,9 +151,14 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
         lines.append(f"docker {snapshot.docker.reason}")
     if snapshot.accounting:
         acct = snapshot.accounting
-        for consumer in sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]:
-            gpu_bytes = consumer.gpu_bytes if snapshot.gpu.available else None  # no GPU: "—", not 0
-            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(gpu_bytes, units)
+        top = sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]
+        # One unit per column; no GPU: "—", not a measured-looking 0.
+        gpus = [c.gpu_bytes if snapshot.gpu.available else None for c in top]
+        big_cpu = in_big_unit((c.cpu_bytes for c in top), units)
+        big_gpu = in_big_unit(gpus, units)
+        for consumer, gpu_bytes in zip(top, gpus, strict=True):
+            cpu = fmt_bytes_in(consumer.cpu_bytes, units, big_cpu)
+            gpu_side = fmt_bytes_in(gpu_bytes, units, big_gpu)
             lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
         unattributed = fmt_bytes(acct.unattributed, units)
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")

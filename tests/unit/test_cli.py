@@ -80,3 +80,13 @@ def test_dashboard_start_up_errors_leave_the_garbage_collector_on(capsys: pytest
     assert gc.isenabled()
     assert main(["--replay", "/nonexistent/recording.jsonl"]) == 2
     assert gc.isenabled()
+
+
+def test_once_keeps_one_unit_per_column(capsys: pytest.CaptureFixture[str]) -> None:
+    """`716 MiB` next to `0.0 GiB` in one column read as different scales."""
+    assert main(["--demo", "--once"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if " cpu " in line]
+    assert len(rows) >= 5
+    for label in ("cpu", "gpu"):
+        units = {row[row.index(label) + 2] for row in rows if row[row.index(label) + 1] != "—"}
+        assert len(units) == 1, (label, rows)
