@@ -93,3 +93,18 @@ async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
         await pilot.press("a")
         await pilot.pause()
         assert not {int(cell) for cell in column(table, "pid")} & kernel
+
+
+def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
+    from sparktop.collect.demo import DemoSource
+    from sparktop.ui.widgets.tables import process_rows
+
+    snapshot = DemoSource().sample()
+    proc = next(p for p in snapshot.processes if not p.container_id and p.rss > 100 * MIB)
+    proc.pss, proc.pss_stale = proc.rss // 3, True
+    row = next(r for r in process_rows(snapshot, lambda key: None) if r.item is proc)
+    assert row.values["pss"] == proc.rss // 3 and row.styles.get("pss") == "dim"
+    assert row.values["total"] == proc.rss + (proc.gpu_bytes or 0)
+    proc.pss_stale = False
+    row = next(r for r in process_rows(snapshot, lambda key: None) if r.item is proc)
+    assert row.values["total"] == proc.rss // 3 + (proc.gpu_bytes or 0) and "pss" not in row.styles

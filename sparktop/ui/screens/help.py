@@ -22,6 +22,7 @@ A live view of the DGX Spark's **one unified memory pool**, shared by the CPU an
 | `1` `2` `3` `4` `5` | Dashboard, Containers, Processes, What-if, Models tab (or click a tab) |
 | `/` | filter the tables (Enter keeps it, Esc clears it) |
 | `o` / `O` | sort by the next column / reverse the sort (or click a header) |
+| `a` | show / hide the rows that hold no memory (kernel threads, empty containers) |
 | `p` | pause / resume the display (sampling goes on) |
 | `+` / `-` | refresh faster / slower |
 | `t` | next theme |
@@ -42,6 +43,9 @@ The **safe 80 GB** and **aggressive 100 GB** lines (decimal GB, `--safe` / `--ma
 fall. The state reads *under safe*, *over safe* or *OVER AGGRESSIVE*.
 
 On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side is counted apart.
+
+A host process counts its **PSS** (shared pages split between their users), re-read every few seconds; while
+its RSS has moved since that read, the fresh **RSS** is counted instead and the PSS cell is dim.
 
 A model server (Ollama, vLLM, SGLang, llama.cpp) is split into **one segment per loaded model**, next to
 the server's own remainder. **CUDA free** (under *available*) is what a CUDA program is told is free: on GB10

@@ -162,7 +162,7 @@ def _process_gpu(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int | None:
 
 def process_total(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int:
     """A process's footprint as its table row shows it: PSS (or RSS) plus its GPU memory."""
-    return (p.pss if p.pss is not None else p.rss) + (_process_gpu(p, gpu_by_pid) or 0)
+    return p.cpu_bytes + (_process_gpu(p, gpu_by_pid) or 0)
 
 
 class RowTrends:
@@ -239,7 +239,9 @@ def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]
         search = f"{p.pid} {p.name} {container} {p.user or ''} {p.cmdline}".lower()
         # Kernel threads (children of kthreadd, pid 2) and processes holding nothing: clutter by default.
         minor = p.pid == 2 or p.ppid == 2 or not values["total"]
-        rows.append(Row(key=key, item=p, values=values, search=search, minor=minor))
+        # A PSS from before the process's RSS moved: shown dim, and the total is the fresh RSS.
+        styles = {"pss": "dim"} if p.pss_stale else {}
+        rows.append(Row(key=key, item=p, values=values, search=search, minor=minor, styles=styles))
     return rows
 
 
