@@ -32,7 +32,7 @@ from sparktop.analysis.headroom import engine_headroom
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.served import model_rows, split_models
-from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
+from sparktop.analysis.trend import CreepAlert, collecting_s, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.format import fmt_size
@@ -383,7 +383,8 @@ class SparktopApp(App[None]):
         self.query_one(WhatIfPane).refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
-        self.query_one(CreepAlerts).show_alerts(self.creep, units)
+        collecting = collecting_s(self.history, CREEP_WINDOW_S)
+        self.query_one(CreepAlerts).show_alerts(self.creep, units, collecting)
         self.query_one(GpuPanel).show(snapshot.gpu, units, palette.spark)
         assessment = self.assessment
         if assessment is not None:

@@ -92,3 +92,17 @@ async def test_demo_stops_are_marked_demo_in_the_action_log(
     assert len(lines) == 1
     _stamp, action, target, _result = lines[0].split("\t")
     assert action == "stop" and target.startswith("[demo] container ")
+
+
+async def test_creep_watch_says_it_is_collecting_data_until_it_can_judge() -> None:
+    from sparktop.ui.widgets.creep_alerts import CreepAlerts
+
+    app = make_app("audio", warmup=30)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        alerts = app.query_one(CreepAlerts)
+        assert alerts.display and "collecting data" in str(alerts.render())
+        for _ in range(160):
+            await app.refresh_once()
+        await pilot.pause()
+        assert not alerts.display  # enough data, and the calm audio scenario does not creep
