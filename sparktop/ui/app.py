@@ -85,6 +85,8 @@ class SparktopApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # As in top, htop and btop (Textual's default only says "Press ctrl+q"); a focused Input still copies.
+        Binding("ctrl+c", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
         Binding("o", "sort_next", "Sort"),

@@ -106,3 +106,12 @@ async def test_creep_watch_says_it_is_collecting_data_until_it_can_judge() -> No
             await app.refresh_once()
         await pilot.pause()
         assert not alerts.display  # enough data, and the calm audio scenario does not creep
+
+
+async def test_ctrl_c_quits_as_in_top() -> None:
+    app = make_app(warmup=3)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running

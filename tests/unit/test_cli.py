@@ -90,3 +90,15 @@ def test_once_keeps_one_unit_per_column(capsys: pytest.CaptureFixture[str]) -> N
     for label in ("cpu", "gpu"):
         units = {row[row.index(label) + 2] for row in rows if row[row.index(label) + 1] != "—"}
         assert len(units) == 1, (label, rows)
+
+
+def test_readme_states_what_record_does_to_an_existing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README said `record` never overwrites while `--overwrite` exists."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if line.startswith("sparktop record "))
+    with pytest.raises(SystemExit):
+        main(["record", "--help"])
+    options = capsys.readouterr().out
+    for flag in ("--append", "--overwrite"):
+        assert flag in options and flag in line, (flag, line)
+    assert "never overwrites" not in readme
