@@ -66,6 +66,7 @@ CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
 # new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
+CHART_TOP_N = 4  # consumers drawn in the history chart
 
 
 class ContainersTable(ConsumerTable[ContainerInfo]):
@@ -159,6 +160,7 @@ class SparktopApp(App[None]):
         self._previous_level: PressureLevel | None = None
         self._timer = None
         self._chart_drawn_at: float | None = None
+        self._chart_labels: tuple[str, ...] = ()
         self.stops = StopActions(
             self,
             source,
@@ -424,14 +426,19 @@ class SparktopApp(App[None]):
         cfg = self.config
         chart = self.query_one(HistoryChart)
         times = self.history.times()
-        if not force and times and self._chart_drawn_at is not None:
+        # A name that arrived (a container shown by id until Docker answered) is drawn at once.
+        labels = tuple(self.history.label(key) for key in self.history.top_keys(CHART_TOP_N))
+        if not force and times and self._chart_drawn_at is not None and labels == self._chart_labels:
             per_column = chart.seconds_per_column(times)
             if times[-1] - self._chart_drawn_at < max(self.interval, per_column, CHART_MIN_REDRAW_S) * 0.999:
                 return
         self._chart_drawn_at = times[-1] if times else None
+        self._chart_labels = labels
         colors = {seg.key: seg.color for seg in self.query_one(BudgetBar).segments}
         total = self.latest.memory.total
-        chart.redraw(self.history, cfg.safe_bytes, cfg.max_bytes, total, cfg.units, colors=colors)
+        chart.redraw(
+            self.history, cfg.safe_bytes, cfg.max_bytes, total, cfg.units, top_n=CHART_TOP_N, colors=colors
+        )
 
     def _redraw_chart_if_shown(self) -> None:
         shown = self.query_one(TabbedContent).active == "dashboard"

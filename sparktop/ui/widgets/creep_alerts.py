@@ -65,9 +65,7 @@ class CreepAlerts(Static):
         else:
             # Whole tens of seconds: the line changes (and repaints) every 10 s, not every tick.
             left = fmt_duration(10 * math.ceil((collecting_s or 0) / 10))
-            text = Text(
-                f"creep watch: collecting data, steady growth judged in ~{left} (fast growth: at once)"
-            )
+            text = Text(f"creep watch: collecting data (~{left} to go; fast growth alerts at once)")
         if text != self._shown or not self.display:
             # The ETAs change every tick; lay the screen out again only when the block's height changes.
             width = self.content_size.width
