@@ -265,7 +265,7 @@ async def test_creep_alerts_severity_and_markup_safe_labels() -> None:
 
 
 class LateNames(DemoSource):
-    """The demo as a live machine starts: containers by id until Docker's names come (after `hidden` ticks)."""
+    """The demo as a live machine starts: containers by id until Docker's names come (`hidden` ticks)."""
 
     def __init__(self, hidden: int) -> None:
         super().__init__("default", seed=0)
