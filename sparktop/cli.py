@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
     from sparktop.model import Snapshot
 
-SUBCOMMANDS = ("record", "plan")
+SUBCOMMANDS = ("record", "plan", "serve", "web")
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,13 +51,23 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", help="theme name (default sparktop-dark)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
     parser.add_argument("--read-only", action="store_true", help="disable every container stop and signal")
+    # `sparktop web --allow-actions` lets its sessions act on this machine although they read an exporter.
+    parser.add_argument("--exporter-actions", action="store_true", help=argparse.SUPPRESS)
+    cluster = parser.add_argument_group("cluster view (read-only; see `sparktop serve`)")
+    cluster.add_argument("--cluster", action="store_true", help="every node side by side")
+    cluster.add_argument("--prometheus", metavar="URL", help="read the nodes from this Prometheus server")
+    cluster.add_argument("--nodes", metavar="HOST:PORT,...", help="read the nodes from their exporters")
+    cluster.add_argument(
+        "--exporter", metavar="URL", help="the dashboard of one `sparktop serve` (/snapshot.json), read-only"
+    )
     return parser
 
 
 def _record_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparktop record",
-        description="Append snapshots to a JSONL file, flushed every tick; "
+        description="Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times "
+        "smaller), flushed every tick; "
         "replay with `sparktop --replay FILE`. A recording holds the command line, user and memory of every "
         "process on the machine (arguments included, passwords or tokens given on a command line too): it is "
         "created readable by you only (0600); think before sharing it.",
@@ -82,12 +93,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_plan(args[1:])
     if args and args[0] == "record":
         return _run_record(args[1:])
+    if args and args[0] == "serve":
+        from sparktop import serve_cli
+
+        return serve_cli.main(args[1:])
+    if args and args[0] == "web":
+        from sparktop import web_cli
+
+        return web_cli.main(args[1:])
     parser = _main_parser()
     opts = parser.parse_args(args)
     for name in ("interval", "safe", "max"):
         _positive(parser, f"--{name}", getattr(opts, name))
     if opts.json and not opts.once:
         parser.error("--json needs --once")
+    if opts.cluster or opts.prometheus or opts.nodes:
+        return _run_cluster(parser, opts)
     # Start-up makes a few hundred thousand objects that live as long as the dashboard (modules, CSS,
     # widgets); the cyclic GC would walk them again and again (~10 % of the time to the first frame). It
     # comes back on once the first frame is drawn, with those objects frozen out of its way.
@@ -106,7 +127,16 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
     from sparktop.text import visible_lines
 
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        if opts.exporter:
+            from sparktop.cluster.exporters import ExporterSource
+
+            if opts.demo is not None or opts.replay is not None:
+                raise SourceError("choose one of --exporter, --demo and --replay")
+            # Another process's collector: nothing here can act on that machine's containers.
+            opts.read_only = opts.read_only or not opts.exporter_actions
+            source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
+        else:
+            source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2
@@ -167,9 +197,11 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
 
 
 def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
+    import os
+
     from sparktop.config import load_config
+    from sparktop.terminal import dashboard_refusal, terminal_size
     from sparktop.text import visible_lines
-    from sparktop.ui.app import SparktopApp
 
     config, problems = load_config(opts.config)
     for problem in problems:  # they quote the file's keys and values
@@ -186,14 +218,30 @@ def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
             setattr(config, key, value)
     if opts.read_only:
         config.read_only = True
+    recorded_interval = getattr(source, "recorded_interval", None)
+    if opts.interval is None and recorded_interval:
+        config.interval = recorded_interval  # a recording plays at its own pace unless --interval says
     if config.safe_gb >= config.max_gb:
         print(f"sparktop: safe line {config.safe_gb} GB must be below {config.max_gb} GB", file=sys.stderr)
         return 2
+    refusal = dashboard_refusal(os.environ, terminal_size())
+    if refusal is not None:
+        print(f"sparktop: {refusal}", file=sys.stderr)
+        return 2
+    from sparktop.ui.app import SparktopApp
+
     app = SparktopApp(
-        source, config, read_only=config.read_only, startup_messages=problems, on_first_frame=_resume_gc
+        source,
+        config,
+        read_only=config.read_only,
+        startup_messages=problems,
+        on_first_frame=_resume_gc,
+        exit_on_signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT),
     )
     app.run()
-    return 0
+    # Textual has restored the terminal and printed the traceback of a crash on stderr by now; a crash
+    # (return code 1) or a signal (128 + its number) must not look like success to a script.
+    return app.return_code or 0
 
 
 def _resume_gc() -> None:
@@ -202,6 +250,35 @@ def _resume_gc() -> None:
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+
+
+def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
+    from sparktop.config import load_config
+
+    if bool(opts.prometheus) == bool(opts.nodes):
+        parser.error("--cluster needs one of --prometheus URL and --nodes HOST:PORT,...")
+    config, problems = load_config(opts.config)
+    for problem in problems:
+        print(f"sparktop: {problem} (using defaults)", file=sys.stderr)
+    overrides = {"safe_gb": opts.safe, "max_gb": opts.max, "units": opts.units, "theme": opts.theme}
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(config, key, value)
+    if opts.prometheus:
+        from sparktop.cluster.prometheus import PrometheusCluster
+
+        cluster: object = PrometheusCluster(opts.prometheus)
+    else:
+        from sparktop.cluster.exporters import ExporterNodes
+
+        addresses = [a.strip() for a in opts.nodes.split(",") if a.strip()]
+        if not addresses:
+            parser.error("--nodes needs at least one HOST:PORT")
+        cluster = ExporterNodes(addresses, config.safe_bytes, config.max_bytes)
+    from sparktop.ui.cluster import ClusterApp
+
+    ClusterApp(cluster, config, interval=opts.interval or 2.0).run()  # type: ignore[arg-type]
+    return 0
 
 
 def _run_record(argv: list[str]) -> int:
@@ -218,6 +295,10 @@ def _run_record(argv: list[str]) -> int:
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2
+    # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
+    # (a compressed one gets its end marker) and the count is reported.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     try:
         count = record(source, opts.file, interval=opts.interval, duration=opts.duration, mode=mode)
     except FileExistsError as exc:
@@ -230,6 +311,10 @@ def _run_record(argv: list[str]) -> int:
         source.close()
     print(f"sparktop record: wrote {count} snapshots to {opts.file}", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _run_plan(argv: list[str]) -> int:

@@ -16,6 +16,7 @@ from sparktop.model import (
     GpuReport,
     HostMemory,
     ProcessInfo,
+    Snapshot,
 )
 
 TOP_HOST_PROCESSES = 8
@@ -123,6 +124,27 @@ def account(
         gpu_outside_pool=0 if gpu_in_pool else gpu_total,
         overcount_removed=overcount,
     )
+
+
+def fill_accounting(snapshot: Snapshot) -> Snapshot:
+    """Give `snapshot` its accounting if it has none. A failure in `account` (a bug, a value it did not
+    expect) must not cost the user the pool: `used` is still true, so it is shown whole as unattributed and
+    the failure becomes one line in `errors`, on screen with the rest of the tick's problems."""
+    if snapshot.accounting is not None:
+        return snapshot
+    try:
+        snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
+    except Exception as exc:
+        snapshot.accounting = unattributed_only(snapshot.memory)
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        snapshot.errors.append(f"accounting failed ({type(exc).__name__}{': ' + detail if detail else ''}); "
+                               "the pool is shown as unattributed")  # fmt: skip
+    return snapshot
+
+
+def unattributed_only(memory: HostMemory) -> Accounting:
+    """The pool with nobody named: what the dashboard shows when attribution failed."""
+    return Accounting(used=memory.used, unattributed=memory.used)
 
 
 def _fit_to_used(consumers: list[Consumer], used: int) -> int:

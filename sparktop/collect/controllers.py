@@ -22,6 +22,11 @@ def controller_for(source: SnapshotSource) -> ContainerController | None:
         from sparktop.collect.docker import DockerController
 
         return DockerController(base_url=_discovery_url(source))
+    if getattr(source, "local_actions", False) and source.name == "live":
+        # A dashboard reading this machine's own exporter (`sparktop web --allow-actions`).
+        from sparktop.collect.docker import DockerController
+
+        return DockerController()
     return None
 
 

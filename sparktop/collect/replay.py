@@ -5,22 +5,37 @@ fsyncs) every line, because the reason to record on a Spark is often the freeze 
 exhaustion and needs a power cycle: what was written before it must be on disk. So a crash costs at most the
 line being written, and the reader skips such a line with a warning instead of refusing the file.
 
+A file whose name ends in `.gz` is written and read through gzip, transparently: each line is flushed with a
+sync point (so a crash loses at most that line) and deflate finds most of a snapshot in the one before it,
+so a compressed recording is a fraction of the size of a plain one (see README).
+
 Playback choices (`ReplaySource`):
-- one snapshot per `sample()`, whatever the timestamps: the viewer's refresh sets the pace;
+- one snapshot per `sample()`; the viewer plays it at `recorded_interval`, the median gap between the first
+  snapshots' timestamps, unless told otherwise;
 - a line that is not a snapshot (cut off by a crash, garbage, another format) is skipped; the problem is
-  reported with its line number in the next snapshot's `errors` and kept in `warnings`;
-- at the end `sample()` keeps returning the last snapshot (so a dashboard can sit on it) and `finished` is
-  True from the moment the last snapshot has been handed out;
+  reported with its line number in the next snapshot's `errors` and kept in `warnings`; a line longer than
+  `MAX_LINE_BYTES` is skipped without being held in memory;
+- after the last snapshot `sample()` raises `ReplayEnded` (a `SourceExhausted`) whose message gives the
+  recording's length and any problem found after the last snapshot (a line cut off by a crash); `finished`
+  is True from the moment the last snapshot has been handed out;
+- `progress()` says where the playback is: position and length in time (the length comes from the file's
+  last line, read from its end at open; unknown for a compressed file until its end is reached);
 - a file without a single valid snapshot is refused when opened: `EmptyRecording`, which is both a
   `SourceExhausted` and a `ValueError`;
-- the file is read lazily, one line ahead, so an hours-long recording opens at once.
+- the file is read lazily, a few lines ahead, so an hours-long recording opens at once.
 """
 
 from __future__ import annotations
 
+import gzip
+import itertools
+import json
 import os
 import time
+import zlib
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
@@ -28,6 +43,7 @@ from pydantic import ValidationError
 
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.model import SNAPSHOT_VERSION, Snapshot
+from sparktop.text import visible
 
 RecordMode = Literal["new", "append", "overwrite"]
 
@@ -47,97 +63,244 @@ def _why_not(exc: ValueError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
+# A snapshot of a machine with ten thousand processes is a few MB; a line beyond this is not a snapshot, and
+# reading it whole (a 2 GB line of garbage) would take that much memory. It is skipped in bounded pieces.
+MAX_LINE_BYTES = 64 * 1024**2
+_SKIP_CHUNK = 1024**2
+# Snapshots read ahead at open to learn the recording's interval (the median gap between them).
+_INTERVAL_PROBE = 6
+MIN_PLAYBACK_INTERVAL = 0.1
+
+
+def is_compressed(path: Path) -> bool:
+    return path.name.endswith(".gz")
+
+
+def open_recording(path: Path, mode: Literal["rb", "wb", "ab"]) -> IO[bytes]:
+    """The file, through gzip when its name ends in .gz."""
+    if is_compressed(path):
+        return gzip.open(path, mode)  # type: ignore[return-value]  # a GzipFile is a binary file
+    return path.open(mode)
+
+
+class ReplayEnded(SourceExhausted):
+    """Every snapshot of the recording has been played; str() says so for the user, with its length."""
+
+
+@dataclass(frozen=True)
+class ReplayProgress:
+    """Where the playback is, for the status line: times are seconds since the first snapshot."""
+
+    played: int  # snapshots handed out so far
+    position_s: float
+    length_s: float | None  # None when the end is not known without reading it all (a compressed file)
+    recorded_interval: float | None
+    ended: bool
+
+    def describe(self) -> str:
+        where = f"{_clock(self.position_s)} / {_clock(self.length_s) if self.length_s is not None else '?'}"
+        parts = [where]
+        if self.recorded_interval is not None:
+            parts.append(f"recorded every {self.recorded_interval:g} s")
+        return " · ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    """0:05, 12:30, 1:02:03."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
 class ReplaySource:
-    """Plays a JSONL recording back, one snapshot per `sample()`. See the module docstring."""
+    """Plays a JSONL recording (gzip-compressed when its name ends in .gz) back, one snapshot per
+    `sample()`. See the module docstring."""
 
     name = "replay"
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], max_line_bytes: int = MAX_LINE_BYTES) -> None:
         self.path = Path(path)
+        self.max_line_bytes = max_line_bytes
         self.warnings: list[str] = []
-        self._pending: list[str] = []  # problems after the last snapshot, not yet shown
+        self._skipped: list[str] = []  # problems met while reading ahead to the next snapshot
+        self._pending: list[str] = []  # problems after the last snapshot, for the end message
         self._lineno = 0  # lines read so far
-        self._next_lineno = 0  # line of the snapshot read ahead
         self._last_lineno = 0  # line of the snapshot handed out last
+        self._played = 0
         self._newer_seen = False
-        self._file: IO[str] | None = self.path.open(encoding="utf-8", errors="replace")
+        self._file: IO[bytes] | None = open_recording(self.path, "rb")
+        self._ahead: deque[tuple[int, Snapshot]] = deque()
         self._last: Snapshot | None = None
-        self._next = self._read_next()
-        if self._next is None:
+        while len(self._ahead) < _INTERVAL_PROBE and self._read_ahead():
+            pass
+        if not self._ahead:
             self.close()
             detail = f"{self._lineno} lines, none valid" if self._lineno else "the file is empty"
             problems = f": {self.warnings[0]}" if self.warnings else ""
             raise EmptyRecording(f"no snapshot in this recording ({detail}){problems}")
+        self.first_timestamp = self._ahead[0][1].timestamp
+        self.recorded_interval = _median_gap([s.timestamp for _, s in self._ahead])
+        self.last_timestamp = None if is_compressed(self.path) else _last_timestamp(self.path, max_line_bytes)
+        if self._file is None:  # the whole recording was read ahead: its end is known exactly
+            self.last_timestamp = self._ahead[-1][1].timestamp
 
     @property
     def finished(self) -> bool:
         """True once the last snapshot in the file has been returned by `sample()`."""
-        return self._next is None and self._last is not None
+        return not self._ahead and self._file is None and self._last is not None
 
     @property
     def position(self) -> int:
         """Line number of the snapshot returned last (1-based; 0 before the first sample)."""
         return self._last_lineno
 
+    def progress(self, snapshot: Snapshot | None = None) -> ReplayProgress:
+        """Where the playback stands; `snapshot`: the one on screen (default: the one handed out last)."""
+        shown = snapshot or self._last
+        position = shown.timestamp - self.first_timestamp if shown is not None else 0.0
+        length = None if self.last_timestamp is None else self.last_timestamp - self.first_timestamp
+        return ReplayProgress(self._played, position, length, self.recorded_interval, self.finished)
+
     def sample(self) -> Snapshot:
-        if self._next is not None:
-            self._last, self._last_lineno = self._next, self._next_lineno
-            self._next = self._read_next()
-            return self._last
-        assert self._last is not None  # the constructor refuses a file without a snapshot
-        if self._pending:  # bad lines at the very end: shown once on the snapshot the viewer sits on
-            errors = [*self._last.errors, *self._pending]
-            self._pending = []
-            return self._last.model_copy(update={"errors": errors})
+        """The next snapshot; raises `ReplayEnded` once all have been handed out."""
+        if not self._ahead:
+            raise ReplayEnded(self.end_message())
+        self._last_lineno, self._last = self._ahead.popleft()
+        self._played += 1
+        if not self._ahead:
+            self._read_ahead()
+        if not self._ahead:  # that was the last one: its time is the recording's end
+            self.last_timestamp = self._last.timestamp
         return self._last
+
+    def end_message(self) -> str:
+        """'end of recording (…)' with its length and any problem found after the last snapshot."""
+        length = self.progress().length_s
+        facts = [f"{self._played} snapshot{'s' if self._played != 1 else ''}"]
+        if length is not None:
+            facts.insert(0, _clock(length))
+        text = f"end of recording ({', '.join(facts)})"
+        if self._pending:
+            text += f"; {self._pending[-1]}"
+        return text
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
 
-    def _read_next(self) -> Snapshot | None:
-        """The next valid snapshot, carrying the problems of the bad lines skipped on the way to it in its
-        `errors`; None at the end of the file (problems met on the way wait in `_pending`)."""
-        skipped: list[str] = []
+    def _readline(self) -> bytes | None:
+        """The next line, at most `max_line_bytes` of it; a longer one is skipped in bounded pieces and
+        comes back as b"" with the problem recorded. None at the end of the file."""
+        assert self._file is not None
+        try:
+            line = self._file.readline(self.max_line_bytes + 1)
+            if len(line) <= self.max_line_bytes or line.endswith(b"\n"):
+                return line or None
+            skipped = len(line)
+            while True:
+                chunk = self._file.readline(_SKIP_CHUNK)
+                skipped += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+        except (EOFError, OSError, zlib.error) as exc:  # a compressed file cut off by a crash, or damaged
+            why = "ends abruptly" if isinstance(exc, EOFError) else f"cannot be read further ({exc})"
+            self._problem(f"{self.path.name}: the compressed recording {why} after line {self._lineno}")
+            return None
+        self._lineno += 1
+        limit_mib = self.max_line_bytes // 1024**2
+        self._problem(
+            f"{self.path.name} line {self._lineno}: skipped, longer than {limit_mib} MiB "
+            f"({skipped / 1024**2:,.0f} MiB): not a snapshot"
+        )
+        return b""
+
+    def _problem(self, text: str) -> None:
+        # It quotes the file's name and maybe its bytes: shown with control characters made visible.
+        self._skipped.append(visible(text))
+
+    def _read_ahead(self) -> bool:
+        """Read the next valid snapshot into the look-ahead, carrying the problems of the bad lines skipped
+        on the way to it in its `errors`. False at the end of the file (problems met on the way wait in
+        `_pending`, for the end message)."""
+        self._skipped = []
         while self._file is not None:
-            line = self._file.readline()
-            if not line:
+            line = self._readline()
+            if line is None:
                 self.close()
                 break
+            if not line:
+                continue  # too long, already reported
             self._lineno += 1
             if not line.strip():
                 continue
             try:
                 snapshot = Snapshot.model_validate_json(line)
             except ValueError as exc:  # pydantic's ValidationError included
-                if line.endswith("\n"):
+                if line.endswith(b"\n"):
                     why = _why_not(exc)
                 else:
                     why = "cut off: the recording was interrupted in the middle of this line"
-                skipped.append(f"{self.path.name} line {self._lineno}: not a snapshot ({why})")
+                self._problem(f"{self.path.name} line {self._lineno}: not a snapshot ({why})")
                 continue
             if snapshot.version > SNAPSHOT_VERSION and not self._newer_seen:
                 self._newer_seen = True
-                skipped.append(
+                self._problem(
                     f"{self.path.name} line {self._lineno}: recorded by a newer sparktop (snapshot version "
                     f"{snapshot.version}, this one reads {SNAPSHOT_VERSION}); unknown fields are ignored"
                 )
-            self.warnings.extend(skipped)
-            self._next_lineno = self._lineno
+            self.warnings.extend(self._skipped)
             update: dict[str, object] = {"source": "replay"}
-            if skipped:
-                update["errors"] = [*snapshot.errors, *skipped]
-            return snapshot.model_copy(update=update)
-        self.warnings.extend(skipped)
-        self._pending.extend(skipped)
-        return None
+            if self._skipped:
+                update["errors"] = [*snapshot.errors, *self._skipped]
+            self._ahead.append((self._lineno, snapshot.model_copy(update=update)))
+            return True
+        self.warnings.extend(self._skipped)
+        self._pending.extend(self._skipped)
+        return False
 
     def __enter__(self) -> ReplaySource:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _median_gap(timestamps: list[float]) -> float | None:
+    """The recording's interval: the median gap between its first snapshots (None with fewer than two, or
+    when time does not move forward), never below MIN_PLAYBACK_INTERVAL."""
+    gaps = sorted(b - a for a, b in itertools.pairwise(timestamps) if b > a)
+    if not gaps:
+        return None
+    return max(MIN_PLAYBACK_INTERVAL, round(gaps[len(gaps) // 2], 2))
+
+
+def _last_timestamp(path: Path, max_line_bytes: int) -> float | None:
+    """The time of the last complete snapshot, read from the end of the file (so a long recording's length
+    is known at once). None when the tail holds no readable snapshot."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            block = min(size, 256 * 1024)
+            while True:
+                f.seek(size - block)
+                tail = f.read(block)
+                lines = tail.split(b"\n")
+                complete = lines[1:-1] if block < size else lines[:-1]
+                if complete or block >= min(size, max_line_bytes + 2):
+                    break
+                block = min(size, block * 4, max_line_bytes + 2)
+    except OSError:
+        return None
+    for line in reversed(complete[-3:]):
+        try:
+            value = json.loads(line).get("timestamp")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, int | float):
+            return float(value)
+    return None
 
 
 class Recorder:
@@ -160,12 +323,22 @@ class Recorder:
                 f"{self.path} already exists ({size:,} bytes); "
                 "choose another name, append to it (--append) or replace it (--overwrite)"
             )
-        needs_newline = mode == "append" and size > 0 and not self._ends_with_newline()
+        if is_compressed(self.path):
+            # An appended gzip member starts with a blank line: the last one may have been cut off mid-line.
+            needs_newline = mode == "append" and size > 0
+        else:
+            needs_newline = mode == "append" and size > 0 and not self._ends_with_newline()
         # A recording holds the command line of every process on the machine: a new file is the user's only.
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_TRUNC if mode == "overwrite" else os.O_APPEND)
-        self._file: IO[str] | None = os.fdopen(os.open(self.path, flags, 0o600), "w", encoding="utf-8")
+        self._raw: IO[bytes] | None = os.fdopen(os.open(self.path, flags, 0o600), "wb")
+        # gzip appends a new member to an existing file; `filename=""` keeps the path out of its header.
+        self._file: IO[bytes] | None = (
+            gzip.GzipFile(fileobj=self._raw, mode="wb", filename="")  # type: ignore[assignment]
+            if is_compressed(self.path)
+            else self._raw
+        )
         if needs_newline:  # the last recording was cut off mid-line: do not glue the next one onto it
-            self._file.write("\n")
+            self._file.write(b"\n")
 
     def _ends_with_newline(self) -> bool:
         with self.path.open("rb") as f:
@@ -175,16 +348,19 @@ class Recorder:
     def write(self, snapshot: Snapshot) -> None:
         if self._file is None:
             raise ValueError(f"{self.path}: the recorder is closed")
-        self._file.write(snapshot.model_dump_json() + "\n")
-        self._file.flush()
+        self._file.write(snapshot.model_dump_json().encode() + b"\n")
+        self._file.flush()  # gzip: a sync flush, so every line written so far can be read back
         if self.fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self._raw.fileno())  # type: ignore[union-attr]
         self.count += 1
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            self._file.close()  # gzip: writes the end marker (it leaves the file it was given open)
             self._file = None
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
 
     def __enter__(self) -> Recorder:
         return self
@@ -215,7 +391,10 @@ def record(
         tick = 0
         try:
             while duration is None or tick * interval < duration:
-                snapshot = source.sample()
+                try:
+                    snapshot = source.sample()
+                except SourceExhausted:  # a replayed recording came to its end
+                    break
                 recorder.write(snapshot)
                 if on_tick is not None:
                     on_tick(snapshot)

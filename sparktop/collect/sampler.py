@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from sparktop.analysis.accounting import account
+from sparktop.analysis.accounting import fill_accounting
 from sparktop.collect.cgroups import CgroupFS
 from sparktop.collect.processes import ProcessScanner, read_pss
 from sparktop.collect.procfs import CpuSampler, ProcReadError, read_meminfo, read_pressure
@@ -261,12 +261,7 @@ class LiveSource:
             containers = self._containers(processes, gpu_by_pid, meta)
         # PSS matters for host processes only: a container's memory is its cgroup's.
         self._pss.fill([p for p in processes if p.container_id is None])
-        try:
-            accounting = account(memory, gpu, processes, containers)
-        except Exception as exc:  # a bug there must not take the dashboard down
-            errors.append(f"accounting: {_one_line(exc)}")
-            accounting = None
-        return Snapshot(
+        snapshot = Snapshot(
             timestamp=timestamp,
             source="live",
             hostname=socket.gethostname(),
@@ -275,9 +270,10 @@ class LiveSource:
             processes=processes,
             containers=containers,
             docker=docker_status,
-            accounting=accounting,
             errors=errors,
         )
+        # A bug in accounting must not take the dashboard down: the pool is shown unattributed instead.
+        return fill_accounting(snapshot)
 
     @property
     def discovery(self) -> ContainerDiscovery | None:

@@ -11,7 +11,9 @@ samples before the first frame, and `await app.refresh_once()` takes one more sa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,7 +29,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from sparktop.analysis.accounting import account
+from sparktop.analysis.accounting import fill_accounting
 from sparktop.analysis.headroom import engine_headroom
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
@@ -37,6 +39,7 @@ from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH, terminal_gone
 from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
@@ -59,14 +62,19 @@ from sparktop.ui.widgets.tables import (
     process_rows,
 )
 
-MIN_WIDTH = 60
-MIN_HEIGHT = 18
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
 # new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
 CHART_TOP_N = 4  # consumers drawn in the history chart
+
+
+def tick_failure(exc: BaseException, interval: float) -> str:
+    """One line for the status bar when a tick failed: what, and that it is tried again."""
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    what = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return f"this update failed ({what}); retrying every {interval:g} s"
 
 
 class ContainersTable(ConsumerTable[ContainerInfo]):
@@ -86,7 +94,7 @@ class SparktopApp(App[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
-        # As in top, htop and btop (Textual's default only says "Press ctrl+q"); a focused Input still copies.
+        # Textual's ctrl+c only says "press ctrl+q"; in a top-like tool it quits (a selection is copied).
         Binding("ctrl+c", "quit", "Quit", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("slash", "filter", "Filter"),
@@ -124,10 +132,14 @@ class SparktopApp(App[None]):
         startup_messages: Iterable[str] = (),
         user_theme_dir: Path | None = None,
         on_first_frame: Callable[[], None] | None = None,
+        exit_on_signals: Iterable[int] = (),
     ) -> None:
         """`on_first_frame`: called once, when the first frame with data is on screen (or after
-        `first_frame_wait_s` without data): the CLI turns the garbage collector back on there."""
+        `first_frame_wait_s` without data): the CLI turns the garbage collector back on there.
+        `exit_on_signals` (the CLI passes SIGTERM, SIGHUP, SIGINT): these end the app the way `q` does, so
+        the terminal is restored, and it returns 128 + the signal number as a killed process would."""
         super().__init__()
+        self._exit_signals = tuple(exit_on_signals)
         self.source = source
         self.config = config or Config()
         self.read_only = read_only or self.config.read_only
@@ -138,6 +150,7 @@ class SparktopApp(App[None]):
         self.paused = False
         self.stale_reason: str | None = None
         self.source_ended = False
+        self.end_message = "end of recording"  # what a finite source said when it ended
         self.latest: Snapshot | None = None
         self.assessment: PressureAssessment | None = None
         self.creep: list[CreepAlert] = []
@@ -217,6 +230,22 @@ class SparktopApp(App[None]):
         yield Static("", id="too-small")
         yield Footer()
 
+    def on_load(self) -> None:
+        # Before the driver takes the terminal over (alternate screen, mouse, hidden cursor): from here on a
+        # signal's default action (die at once) would leave all of that behind for the user to `reset`.
+        loop = asyncio.get_running_loop()
+        for signum in self._exit_signals:
+            loop.add_signal_handler(signum, self._exit_on_signal, signum)
+
+    def _exit_on_signal(self, signum: int) -> None:
+        if terminal_gone():
+            # Hung up (SSH dropped): nothing to restore, and Textual's shutdown would block for ever queueing
+            # writes to a terminal its output thread can no longer write to. Let go of the source and leave.
+            with contextlib.suppress(Exception):
+                self.source.close()
+            os._exit(128 + signum)
+        self.exit(return_code=128 + signum)
+
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
         self.query_one(ConsumerSummary).border_title = "Consumers"
@@ -226,8 +255,8 @@ class SparktopApp(App[None]):
         for _ in range(self.warmup):
             try:
                 snapshot = self.source.sample()
-            except SourceExhausted:
-                self.source_ended = True
+            except SourceExhausted as exc:
+                self._source_ended(exc)
                 break
             self._ingest(snapshot)
         if self.latest is not None:
@@ -300,8 +329,8 @@ class SparktopApp(App[None]):
         ended = False
         try:
             snapshot = self.source.sample()
-        except SourceExhausted:
-            ended = True
+        except SourceExhausted as exc:
+            ended, error = True, str(exc)
         except Exception as exc:  # a source must not take the dashboard down
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         if worker.is_cancelled:
@@ -312,18 +341,32 @@ class SparktopApp(App[None]):
     def _receive(self, snapshot: Snapshot | None, error: str | None, ended: bool = False) -> None:
         self._polling = False
         if ended:
-            self.source_ended = True
-            self._update_status()
+            self._source_ended(SourceExhausted(error) if error else SourceExhausted())
             return
         if snapshot is None:
-            self.stale_reason = error or "no data"
-            self._update_status()
-            self._set_stale(True)
+            self._show_stale(error or "no data")
             return
-        self._ingest(snapshot)
-        self._render()
+        try:
+            self._ingest(snapshot)
+            self._render()
+        except Exception as exc:
+            # A bug in one tick (analysis, a view) must not leave the screen blank or frozen without a word:
+            # say what failed, keep what was drawn, and let the next tick try again from scratch.
+            self.log.error("tick failed", exc_info=exc)
+            self._show_stale(tick_failure(exc, self.interval))
+            return
         if self._on_first_frame is not None:
             self.call_after_refresh(self._first_frame_done)
+
+    def _source_ended(self, exc: SourceExhausted) -> None:
+        self.source_ended = True
+        self.end_message = str(exc) or "end of recording"
+        self._update_status()
+
+    def _show_stale(self, reason: str) -> None:
+        self.stale_reason = reason
+        self._update_status()
+        self._set_stale(True)
 
     def _first_frame_done(self) -> None:
         callback, self._on_first_frame = self._on_first_frame, None
@@ -334,8 +377,8 @@ class SparktopApp(App[None]):
         """Take one sample now, on the event loop (for tests and screenshots, with auto_refresh=False)."""
         try:
             snapshot = self.source.sample()
-        except SourceExhausted:
-            self._receive(None, None, ended=True)
+        except SourceExhausted as exc:
+            self._receive(None, str(exc), ended=True)
         except Exception as exc:
             self._receive(None, f"{type(exc).__name__}: {exc}")
         else:
@@ -343,10 +386,7 @@ class SparktopApp(App[None]):
 
     def _ingest(self, snapshot: Snapshot) -> None:
         """Everything that must see every sample, shown or not: history, pressure, sparklines, creep."""
-        if snapshot.accounting is None:
-            snapshot.accounting = account(
-                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
-            )
+        fill_accounting(snapshot)
         self.latest = snapshot
         self.stale_reason = None
         self._last_good_at = self.clock()
@@ -473,15 +513,22 @@ class SparktopApp(App[None]):
         source = getattr(self.source, "name", type(self.source).__name__)
         modes = [m for m, on in (("demo", source == "demo"), ("replay", source == "replay"),
                                  ("read-only", self.read_only)) if on]  # fmt: skip
+        if self.is_web:
+            # `sparktop web`: the header says whether this browser session can act on the machine.
+            modes = ["browser", *modes] if self.read_only else ["browser", *modes, "actions allowed"]
+        progress = getattr(self.source, "progress", None)
+        if callable(progress):  # a recording: where in it, its length and its own interval
+            source = progress(self.latest).describe()
         self.query_one(StatusLine).show(
             snapshot=self.latest,
             source=source,
             modes=modes,
             interval=self.interval,
             paused=self.paused,
-            stale=self.stale_reason or ("end of recording" if self.source_ended else None),
+            stale=self.stale_reason or (self.end_message if self.source_ended else None),
             filter_text=self.query_one(ContainersTable).filter_text,
             hidden_rows=self._hidden_rows(),
+            source_problems=getattr(self.source, "warnings", ()),
         )
 
     def _hidden_rows(self) -> int:

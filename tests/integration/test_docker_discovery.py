@@ -44,7 +44,10 @@ def test_names_images_labels_and_status(docker_engine: DockerEngine, lab: dict) 
         else:
             assert info["compose_project"] == "audio-lab"
             assert info["compose_service"] == key
-    assert set(names[lab["whisper"].id]) == {"name", "image", "status", "compose_project", "compose_service"}
+    assert set(names[lab["whisper"].id]) == {
+        "name", "image", "status", "compose_project", "compose_service", "ports"
+    }  # fmt: skip
+    assert names[lab["whisper"].id]["ports"] == []  # --network none publishes nothing
 
 
 def test_only_running_containers_are_listed(docker_engine: DockerEngine, docker_run) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.collect.demo import DemoSource
-from sparktop.collect.replay import EmptyRecording, Recorder, ReplaySource, record
+from sparktop.collect.replay import EmptyRecording, Recorder, ReplayEnded, ReplaySource, record
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.model import Snapshot
 
@@ -41,9 +41,10 @@ def test_round_trip(tmp_path):
         assert read == [as_recorded(s) for s in written]
         assert read[0].accounting == written[0].accounting
         assert replay.warnings == []
-        # exhausted: it stays on the last snapshot
-        assert replay.sample() == read[-1]
-        assert replay.sample() == read[-1]
+        # exhausted: the end is reported, with the recording's length, every time it is asked again
+        for _ in range(2):
+            with pytest.raises(ReplayEnded, match=r"end of recording \(0:04, 5 snapshots\)"):
+                replay.sample()
 
 
 def test_truncated_last_line_after_a_crash(tmp_path):
@@ -59,12 +60,12 @@ def test_truncated_last_line_after_a_crash(tmp_path):
     warning = replay.warnings[0]
     assert warning.startswith("recording.jsonl line 4: not a snapshot (")
     assert "cut off" in warning
-    # the warning reaches the screen with the snapshot the viewer is sitting on
-    last = replay.sample()
-    assert warning in last.errors
-    assert last.timestamp == written[2].timestamp
-    # ... once
-    assert warning not in replay.sample().errors
+    # the warning reaches the screen with the end of the recording, and stays there
+    for _ in range(2):
+        with pytest.raises(ReplayEnded) as ended:
+            replay.sample()
+        assert warning in str(ended.value)
+    assert replay.warnings == [warning]
 
 
 def test_garbage_line_in_the_middle(tmp_path):

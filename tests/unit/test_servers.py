@@ -314,3 +314,19 @@ def test_collector_host_ollama_is_owned_by_its_process(httpserver):
         assert reports[0].owner == "process:4242:1000"
     finally:
         collector.close()
+
+
+def test_published_ports_from_the_engine_list_entry():
+    from sparktop.collect.docker import published_ports
+
+    # `GET /containers/json` Ports: one entry per binding (IPv4 and IPv6), unpublished ones lack PublicPort
+    attrs = {
+        "Ports": [
+            {"IP": "0.0.0.0", "PrivatePort": 8000, "PublicPort": 8000, "Type": "tcp"},
+            {"IP": "::", "PrivatePort": 8000, "PublicPort": 8000, "Type": "tcp"},
+            {"PrivatePort": 9000, "Type": "tcp"},
+            {"IP": "0.0.0.0", "PrivatePort": 5353, "PublicPort": 5353, "Type": "udp"},
+        ]
+    }
+    assert published_ports(attrs) == [8000]
+    assert published_ports({"Ports": None}) == [] and published_ports({}) == []

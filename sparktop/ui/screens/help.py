@@ -15,22 +15,52 @@ HELP = """\
 
 A live view of the DGX Spark's **one unified memory pool**, shared by the CPU and the GPU.
 
-## Keys
+Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` or `?` closes it.
+
+## Keys everywhere
 
 | key | action |
 |---|---|
-| `1` `2` `3` `4` `5` | Dashboard, Containers, Processes, What-if, Models tab (or click a tab) |
-| `/` | filter the tables (Enter keeps it, Esc clears it) |
+| `1` `2` `3` `4` `5` | Dashboard, Containers, Processes, What-if, Models tab (`w` opens What-if too) |
+| `/` | filter the tables (Enter keeps the filter, `Esc` clears it) |
 | `o` / `O` | sort by the next column / reverse the sort (or click a header) |
 | `a` | show / hide the rows that hold no memory (kernel threads, empty containers) |
 | `p` | pause / resume the display (sampling goes on) |
-| `+` / `-` | refresh faster / slower |
+| `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
+| `ctrl+p` | command palette: every action by name |
+| `?` | this help |
+| `q` or `ctrl+c` | quit (`ctrl+q` too) |
+
+## Containers and Processes tabs
+
+| key | action |
+|---|---|
+| `↑` `↓` `PageUp` `PageDown` | move the selection |
 | `s` | stop the selected container (or the container of the selected process), after a confirmation |
 | `S` | stop every running container of the selected row's compose project |
 | `k` / `K` | SIGTERM / SIGKILL the selected host process; `K` also kills a container whose stop timed out |
-| `ctrl+p` | command palette: every action by name |
-| `?` | this help · `q` quit |
+
+## What-if tab
+
+| key | action |
+|---|---|
+| `Tab` / `shift+tab` | move between the find box, the catalog and the plan |
+| `/` | find a workload in the catalog |
+| `Enter` or `Space` | add the highlighted catalog entry to the plan (or drag it onto the plan) |
+| `Delete` or `Backspace` | remove the highlighted plan item (or drag it out of the plan) |
+| `e` | edit the highlighted plan item's parameters (`ctrl+s` saves, `Esc` cancels) |
+| `b` | plan on top of what runs now (live) or on a clean machine |
+| `m` | plan with the peaks measured on this machine where known, or with the estimates alone |
+| `s` / `l` | save the plan to / load a plan from a TOML file (`Esc` cancels) |
+
+## Confirmations
+
+| key | action |
+|---|---|
+| `y` | confirm (Cancel is focused when the dialog opens) |
+| `n` or `Esc` | cancel |
+| `←` `→` | move between the buttons |
 
 ## The budget bar
 
@@ -93,8 +123,12 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
+    # The scroll area takes the focus, so the arrow keys, PageUp/PageDown and Home/End scroll the help
+    # without a mouse (over SSH the lower sections are otherwise out of reach).
+    AUTO_FOCUS = "#help-scroll"
+
     def compose(self) -> ComposeResult:
-        with VerticalScroll():
+        with VerticalScroll(id="help-scroll"):
             yield Markdown(HELP)
 
     def action_close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widget import Widget
@@ -29,9 +30,11 @@ class StatusLine(Widget):
         filter_text: str,
         modes: list[str] | None = None,
         hidden_rows: int = 0,
+        source_problems: Sequence[str] = (),
     ) -> None:
         """`modes`: "demo", "replay", "read-only": each a badge, so simulated or recorded data and disabled
-        actions are never taken for the live machine."""
+        actions are never taken for the live machine. `source_problems`: what the source found wrong so far
+        (bad lines of a recording): the last one stays visible, not only on the tick whose snapshot had it."""
         text = Text.assemble(("sparktop", "bold"))
         for mode in modes or ():
             text.append(" ")
@@ -56,6 +59,10 @@ class StatusLine(Widget):
         if snapshot is not None and snapshot.errors:
             n = len(snapshot.errors)
             text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")
+        elif source_problems:
+            n = len(source_problems)
+            text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''} in the source: {source_problems[-1]}",
+                        style="italic")  # fmt: skip
         if snapshot is not None and not snapshot.docker.available and snapshot.docker.reason:
             text.append(f"  docker: {snapshot.docker.reason}", style="dim italic")
         if text != self._text:  # the clock moves once a second; at shorter intervals often nothing does

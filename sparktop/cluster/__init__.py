@@ -1,0 +1,1 @@
+"""Several Sparks side by side: node states read from a Prometheus server or from the exporters directly."""

@@ -1,0 +1,258 @@
+"""Nodes read from a Prometheus server that scrapes `sparktop serve` (`sparktop --cluster --prometheus URL`).
+
+Standard PromQL over the HTTP API (`/api/v1/query`), so a user's existing Prometheus works unchanged:
+- the nodes are the `instance`s that served `sparktop_build_info` in the last hour (one that stops answering
+  is still listed, and shown down instead of vanishing);
+- `up` says whether Prometheus can scrape each of them now (the target's last error, from
+  `/api/v1/targets`, says why not);
+- one selector fetches every current sparktop series; a killed exporter's series go stale in Prometheus and
+  drop out of it, so a down node has no numbers rather than old ones or zeros.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections import defaultdict
+from typing import Any
+
+from sparktop.cluster.http import FetchError, base_url, fetch
+from sparktop.cluster.model import ClusterError, ConsumerLine, CreepLine, GpuLine, NodeView
+from sparktop.exporter.state import stale_after_s
+from sparktop.model import (
+    SNAPSHOT_VERSION,
+    Accounting,
+    Consumer,
+    DockerStatus,
+    GpuReport,
+    GpuState,
+    HostMemory,
+    Snapshot,
+)
+
+KNOWN_WINDOW = "1h"
+CURRENT = (
+    '{__name__=~"sparktop_(pool|line|headroom|consumer|unattributed|pressure|gpu|creep|snapshot|sample)_.*"}'
+)
+TOP_CONSUMERS = 5
+LEVELS = {0: "ok", 1: "warn", 2: "critical"}
+
+Series = list[tuple[dict[str, str], float]]
+
+
+class PrometheusCluster:
+    def __init__(self, url: str, timeout: float = 3.0) -> None:
+        self.url = base_url(url)
+        self.timeout = timeout
+        self.description = f"Prometheus {self.url}"
+
+    def query(self, promql: str) -> Series:
+        """An instant query's vector as (labels, value) pairs; ClusterError with one line otherwise."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        try:
+            reply = fetch(url, self.timeout)
+        except FetchError as exc:
+            raise ClusterError(f"cannot reach Prometheus at {self.url}: {exc}") from exc
+        try:
+            data = reply.json()
+        except FetchError as exc:
+            raise ClusterError(f"{self.url} is not a Prometheus API (HTTP {reply.status}, {exc})") from exc
+        if not isinstance(data, dict) or data.get("status") != "success":
+            error = data.get("error") if isinstance(data, dict) else None
+            raise ClusterError(f"Prometheus at {self.url}: {error or f'HTTP {reply.status}'}")
+        result = data.get("data", {}).get("result", [])
+        out: Series = []
+        for item in result:
+            try:
+                out.append((dict(item["metric"]), float(item["value"][1])))
+            except (KeyError, IndexError, TypeError, ValueError):
+                continue
+        return out
+
+    def _target_errors(self) -> dict[str, str]:
+        """instance → the last scrape error Prometheus saw; empty when the API does not say."""
+        try:
+            data = fetch(f"{self.url}/api/v1/targets?state=active", self.timeout).json()
+            targets = data["data"]["activeTargets"]
+        except (FetchError, KeyError, TypeError):
+            return {}
+        return {
+            t["labels"]["instance"]: t.get("lastError") or ""
+            for t in targets
+            if isinstance(t, dict) and "instance" in t.get("labels", {})
+        }
+
+    def fetch(self) -> list[NodeView]:
+        known = self.query(f"max_over_time(sparktop_build_info[{KNOWN_WINDOW}])")
+        if not known:
+            raise ClusterError(
+                f"Prometheus at {self.url} has no sparktop metrics (no sparktop_build_info in the last "
+                f"{KNOWN_WINDOW}): is it scraping `sparktop serve`?"
+            )
+        schema: dict[str, str] = {}
+        for labels, _ in known:
+            instance = labels.get("instance", "?")
+            # The newest schema an instance served wins (an upgrade within the hour).
+            schema[instance] = max(schema.get(instance, ""), labels.get("schema", ""))
+        up = {labels.get("instance", "?"): value for labels, value in self.query("up")}
+        by_instance: dict[str, dict[str, Series]] = defaultdict(lambda: defaultdict(list))
+        for labels, value in self.query(CURRENT):
+            name = labels.pop("__name__", "")
+            by_instance[labels.get("instance", "?")][name].append((labels, value))
+        errors: dict[str, str] | None = None
+        views: list[NodeView] = []
+        for instance in sorted(schema):
+            if schema[instance] != str(SNAPSHOT_VERSION):
+                views.append(
+                    NodeView(
+                        instance,
+                        "incompatible",
+                        f"{instance} speaks snapshot schema {schema[instance]!r}; this sparktop "
+                        f"reads {SNAPSHOT_VERSION}",
+                    )
+                )
+                continue
+            if up.get(instance, 0.0) < 1:
+                if errors is None:
+                    errors = self._target_errors()
+                why = errors.get(instance) or "Prometheus cannot scrape it (up == 0)"
+                views.append(NodeView(instance, "down", f"{instance}: {why}"))
+                continue
+            views.append(_node_view(instance, by_instance.get(instance, {})))
+        return views
+
+
+def _value(series: dict[str, Series], name: str, **labels: str) -> float | None:
+    for got, value in series.get(name, []):
+        if all(got.get(k) == v for k, v in labels.items()):
+            return value
+    return None
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _node_view(instance: str, series: dict[str, Series]) -> NodeView:
+    total = _int(_value(series, "sparktop_pool_total_bytes"))
+    used = _int(_value(series, "sparktop_pool_used_bytes"))
+    if total is None or used is None:
+        return NodeView(instance, "stale", f"{instance}: up, but no snapshot yet")
+    available = _int(_value(series, "sparktop_pool_available_bytes"))
+    level = _value(series, "sparktop_pressure_level")
+    host = next((labels.get("host") for labels, _ in series.get("sparktop_pool_total_bytes", [])), None)
+    cpu: dict[tuple[str, str], float] = {}
+    gpu_side: dict[tuple[str, str], float] = {}
+    for labels, value in series.get("sparktop_consumer_cpu_bytes", []):
+        cpu[(labels.get("consumer", "?"), labels.get("kind", "?"))] = value
+    for labels, value in series.get("sparktop_consumer_gpu_bytes", []):
+        gpu_side[(labels.get("consumer", "?"), labels.get("kind", "?"))] = value
+    consumers = [
+        ConsumerLine(label, kind, int(cpu.get((label, kind), 0)), int(gpu_side.get((label, kind), 0)))
+        for label, kind in set(cpu) | set(gpu_side)
+    ]
+    consumers.sort(key=lambda c: c.total, reverse=True)
+    gpus = _gpus(series)
+    creep = [
+        CreepLine(
+            labels.get("consumer", "?"),
+            rate,
+            _value(
+                series, "sparktop_creep_seconds_to_line", consumer=labels.get("consumer", "?"), line="safe"
+            ),
+            _value(
+                series,
+                "sparktop_creep_seconds_to_line",
+                consumer=labels.get("consumer", "?"),
+                line="aggressive",
+            ),
+        )
+        for labels, rate in series.get("sparktop_creep_rate_bytes_per_second", [])
+    ]
+    creep.sort(key=lambda c: c.rate_bytes_per_s, reverse=True)
+    unattributed = _int(_value(series, "sparktop_unattributed_bytes"))
+    view = NodeView(
+        name=instance,
+        status="up",
+        host=host,
+        total=total,
+        used=used,
+        available=available,
+        safe_bytes=_int(_value(series, "sparktop_line_bytes", line="safe")),
+        max_bytes=_int(_value(series, "sparktop_line_bytes", line="aggressive")),
+        pressure=LEVELS.get(int(level)) if level is not None else None,
+        unattributed=unattributed,
+        consumers=consumers[:TOP_CONSUMERS],
+        gpus=[g for g, _ in gpus],
+        creep=creep,
+        age_s=_value(series, "sparktop_snapshot_age_seconds"),
+    )
+    view.snapshot = _snapshot(view, series, consumers, gpus)
+    interval = _value(series, "sparktop_sample_interval_seconds")
+    if view.age_s is not None and view.age_s > stale_after_s(interval):
+        view.status = "stale"
+        view.reason = f"{instance}: its latest sample is {view.age_s:.0f} s old"
+    return view
+
+
+def _gpus(series: dict[str, Series]) -> list[tuple[GpuLine, dict[str, Any]]]:
+    found: dict[str, dict[str, Any]] = {}
+    for name, key, scale in (
+        ("sparktop_gpu_utilization_ratio", "util", 100.0),
+        ("sparktop_gpu_temperature_celsius", "temp", 1.0),
+        ("sparktop_gpu_power_watts", "power", 1.0),
+        ("sparktop_gpu_sm_clock_hertz", "clock", 1e-6),
+        ("sparktop_gpu_multiprocessors", "sms", 1.0),
+    ):
+        for labels, value in series.get(name, []):
+            entry = found.setdefault(labels.get("gpu", "0"), {"name": labels.get("name", "GPU")})
+            entry[key] = value * scale
+    return [
+        (GpuLine(e["name"], e.get("util"), e.get("temp"), e.get("power"), e.get("clock")), e)
+        for _, e in sorted(found.items())
+    ]
+
+
+def _snapshot(
+    view: NodeView, series: dict[str, Series], consumers: list[ConsumerLine], gpus: list[tuple[GpuLine, dict]]
+) -> Snapshot:
+    """The node's pool and consumers as a Snapshot, for the detail view's bar and the What-if baseline."""
+    assert view.total is not None and view.used is not None
+    available = view.available if view.available is not None else view.total - view.used
+    parts = [
+        Consumer(
+            key=f"{c.kind}:{c.label}",
+            label=c.label,
+            kind=c.kind,
+            cpu_bytes=c.cpu_bytes,  # type: ignore[arg-type]
+            gpu_bytes=c.gpu_bytes,
+        )
+        for c in consumers
+        if c.kind in ("container", "process", "host-other", "gpu-unexplained")
+    ]
+    unattributed = (
+        view.unattributed if view.unattributed is not None else view.used - sum(c.total for c in parts)
+    )
+    stamp = _value(series, "sparktop_snapshot_timestamp_seconds") or 0.0
+    return Snapshot(
+        timestamp=stamp,
+        source="live",
+        hostname=view.host or view.name,
+        memory=HostMemory(total=view.total, available=available, free=available),
+        gpu=GpuReport(
+            available=bool(gpus),
+            gpus=[
+                GpuState(
+                    index=i,
+                    name=line.name,
+                    utilization_pct=line.utilization_pct,
+                    temperature_c=line.temperature_c,
+                    power_w=line.power_w,
+                    sm_count=_int(extra.get("sms")),
+                    unified_memory=True,
+                )
+                for i, (line, extra) in enumerate(gpus)
+            ],
+        ),
+        docker=DockerStatus(available=False, reason="read from Prometheus"),
+        accounting=Accounting(used=view.used, consumers=parts, unattributed=unattributed),
+    )

@@ -1,0 +1,160 @@
+"""What the exporter serves: the latest analysed state of one node, published by a sampling thread.
+
+The sampling loop is the only thing that touches the machine (`source.sample()` once per interval). It
+analyses each snapshot (accounting, pressure, creep) and publishes one immutable `NodeState` by swapping a
+reference, so an HTTP scrape only reads the last published state: a scrape never collects, and any number of
+scrapes cannot slow the tick down beyond the CPU they take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sparktop.analysis.accounting import account
+from sparktop.analysis.history import History
+from sparktop.analysis.pressure import PressureAssessment, PressureTracker
+from sparktop.analysis.trend import CreepAlert, detect_creep
+from sparktop.collect.source import SnapshotSource, SourceExhausted
+from sparktop.model import Snapshot
+from sparktop.text import json_visible
+
+CREEP_WINDOW_S = 300.0
+
+
+def stale_after_s(interval: float | None) -> float:
+    """A node's latest sample counts as stale after three missed ticks, and never before 10 s."""
+    return max(10.0, 3 * (interval or 1.0))
+
+
+@dataclass
+class NodeState:
+    """One tick, analysed. Never mutated after it is published."""
+
+    snapshot: Snapshot
+    assessment: PressureAssessment
+    creep: list[CreepAlert]
+    safe_bytes: int
+    max_bytes: int
+    received_at: float  # wall clock when the sample came back
+    sequence: int  # 1 for the first published state, +1 each tick
+    _json: bytes | None = field(default=None, repr=False)
+
+    def snapshot_json(self) -> bytes:
+        """`--once --json`'s text for this snapshot, rendered once on first request (not every tick)."""
+        if self._json is None:
+            # Two concurrent first requests may both render it: the same bytes, so no lock is needed.
+            self._json = (json_visible(self.snapshot.model_dump_json(indent=2)) + "\n").encode()
+        return self._json
+
+
+class SamplingLoop:
+    """Samples `source` every `interval` seconds on a daemon thread and publishes `latest`.
+
+    A failing sample keeps the last state and records `last_error`; a finished replay keeps its last state
+    and sets `ended`. `step()` takes one sample synchronously (tests, and the first state before serving).
+    """
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        interval: float,
+        safe_bytes: int,
+        max_bytes: int,
+        history_hours: float = 6.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.source = source
+        self.interval = interval
+        self.safe_bytes = safe_bytes
+        self.max_bytes = max_bytes
+        self.clock = clock
+        self.history = History(max_age_s=history_hours * 3600)
+        self.pressure = PressureTracker()
+        self.latest: NodeState | None = None
+        self.last_error: str | None = None
+        self.ended = False
+        # Wall-clock start of each tick, recent ones only: tests and /healthz read the loop's pace from it.
+        self.tick_starts: deque[float] = deque(maxlen=256)
+        self.tick_costs: deque[float] = deque(maxlen=256)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sequence = 0
+
+    def step(self) -> NodeState | None:
+        started = time.monotonic()
+        self.tick_starts.append(self.clock())
+        try:
+            snapshot = self.source.sample()
+        except SourceExhausted:
+            self.ended = True
+            return self.latest
+        except Exception as exc:  # a source must not take the exporter down
+            self.last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return self.latest
+        state = self.ingest(snapshot)
+        self.last_error = None
+        self.tick_costs.append(time.monotonic() - started)
+        return state
+
+    def ingest(self, snapshot: Snapshot) -> NodeState:
+        """Analyse one snapshot and publish it as `latest`."""
+        state = self._analyse(snapshot)
+        self.latest = state  # one reference swap: readers see the old or the new state, never a mix
+        return state
+
+    def _analyse(self, snapshot: Snapshot) -> NodeState:
+        if snapshot.accounting is None:
+            snapshot.accounting = account(
+                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
+            )
+        self.history.add(snapshot)
+        assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
+        creep = detect_creep(
+            self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, CREEP_WINDOW_S
+        )
+        self._sequence += 1
+        return NodeState(
+            snapshot=snapshot,
+            assessment=assessment,
+            creep=creep,
+            safe_bytes=self.safe_bytes,
+            max_bytes=self.max_bytes,
+            received_at=self.clock(),
+            sequence=self._sequence,
+        )
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sparktop-sampler", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        if self.latest is not None:  # step() already ran once before start()
+            next_at += self.interval
+            self._stop.wait(self.interval)
+        while not self._stop.is_set() and not self.ended:
+            self.step()
+            # Ticks keep to a fixed grid: a slow sample shortens the next wait instead of shifting them all.
+            next_at += self.interval
+            delay = next_at - time.monotonic()
+            if delay < 0:
+                next_at = time.monotonic()
+                delay = 0
+            self._stop.wait(delay)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        with contextlib.suppress(Exception):
+            self.source.close()
+
+    def age_s(self) -> float | None:
+        """Seconds since the latest state was published (None before the first)."""
+        return None if self.latest is None else max(0.0, self.clock() - self.latest.received_at)

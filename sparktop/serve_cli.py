@@ -1,0 +1,120 @@
+"""`sparktop serve`: run the collector and expose it to Prometheus (and `sparktop --nodes`) over HTTP.
+
+Read-only by construction: the server answers GET and HEAD on /metrics, /snapshot.json and /healthz only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+DEFAULT_PORT = 9877
+DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'ADDR:PORT', ':PORT' (loopback) or '[v6]:PORT' → (host, port); ValueError with one line otherwise."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"--listen {text!r}: expected ADDR:PORT, e.g. 127.0.0.1:{DEFAULT_PORT}")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--listen {text!r}: port must be 0-65535")
+    host = host.strip("[]") or "127.0.0.1"
+    return host, port
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("data source (default: this machine, live)")
+    group.add_argument("--demo", nargs="?", const="default", metavar="SCENARIO", help="a simulated DGX Spark")
+    group.add_argument("--replay", metavar="FILE", help="play back a recording made with `sparktop record`")
+    group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
+
+
+def add_line_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--interval", type=float, help="seconds between samples (default: config, 1)")
+    parser.add_argument("--safe", type=float, metavar="GB", help="safe line in GB (default 80)")
+    parser.add_argument("--max", type=float, metavar="GB", help="aggressive line in GB (default 100)")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparktop serve",
+        description="Prometheus exporter: /metrics, /snapshot.json (as `--once --json`) and /healthz. "
+        "Read-only: nothing over HTTP acts on the machine.",
+    )
+    parser.add_argument(
+        "--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
+        help=f"where to listen (default {DEFAULT_LISTEN}, this machine only; 0.0.0.0:PORT exposes it)",
+    )  # fmt: skip
+    add_line_arguments(parser)
+    add_source_arguments(parser)
+    return parser
+
+
+def load_lines(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[float, int, int, float]:
+    """(interval, safe bytes, max bytes, history hours) from the config file and the flags."""
+    from sparktop.config import load_config
+
+    config, problems = load_config(opts.config)
+    for problem in problems:
+        print(f"{parser.prog}: {problem} (using defaults)", file=sys.stderr)
+    for name in ("interval", "safe", "max"):
+        value = getattr(opts, name)
+        if value is not None and value <= 0:
+            parser.error(f"--{name} must be greater than 0")
+    interval = opts.interval or config.interval
+    if opts.safe is not None:
+        config.safe_gb = opts.safe
+    if opts.max is not None:
+        config.max_gb = opts.max
+    if config.safe_gb >= config.max_gb:
+        parser.error(f"safe line {config.safe_gb} GB must be below {config.max_gb} GB")
+    return interval, config.safe_bytes, config.max_bytes, config.history_hours
+
+
+def main(argv: list[str]) -> int:
+    from sparktop.collect.factory import SourceError, make_source
+    from sparktop.exporter.server import ExporterServer
+    from sparktop.exporter.state import SamplingLoop
+
+    parser = _parser()
+    opts = parser.parse_args(argv)
+    try:
+        host, port = parse_listen(opts.listen)
+    except ValueError as exc:
+        parser.error(str(exc))
+    interval, safe, aggressive, hours = load_lines(parser, opts)
+    try:
+        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+    except SourceError as exc:
+        print(f"sparktop serve: {exc}", file=sys.stderr)
+        return 2
+    loop = SamplingLoop(source, interval, safe, aggressive, history_hours=hours)
+    try:
+        server = ExporterServer(loop, host, port)
+    except OSError as exc:
+        source.close()
+        print(f"sparktop serve: cannot listen on {opts.listen}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    loop.step()  # the first scrape already has data
+    loop.start()
+    print(f"sparktop serve: {server.url}/metrics ({getattr(source, 'name', 'live')} source)", file=sys.stderr)
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    server.start()
+    try:
+        stopping.wait()
+    finally:
+        server.shutdown()
+        loop.stop()
+    return 0

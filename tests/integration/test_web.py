@@ -1,0 +1,151 @@
+"""The browser view: `sparktop web --demo` loaded in Debian's headless chromium driven by Selenium.
+
+The page draws the terminal on a canvas, so the test reads what the app sends it: a script added before the
+page loads records the websocket's frames (the app's terminal output); escape sequences are stripped to get
+the text on screen.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import psutil
+import pytest
+
+from sparktop.model import Snapshot
+from tests.fixtures.exporters import free_port, get, require
+
+pytest.importorskip("selenium")
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+
+ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
+RECORD_WEBSOCKET = """
+window.__out = [];
+const Native = window.WebSocket;
+class Recording extends Native {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener('message', (ev) => {
+      const d = ev.data;
+      if (typeof d === 'string') window.__out.push(d);
+      else if (d instanceof ArrayBuffer) window.__out.push(new TextDecoder().decode(d));
+      else if (d && d.text) d.text().then((t) => window.__out.push(t));
+    });
+  }
+}
+window.WebSocket = Recording;
+"""
+
+
+@dataclass
+class WebServer:
+    process: subprocess.Popen[str]
+    url: str
+    exporter_url: str
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[WebServer]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sparktop.cli", "web", "--demo", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    first = process.stderr.readline()  # "sparktop web: http://... (read-only); sessions read http://..."
+    match = re.search(r"sessions read (http://\S+)", first)
+    if match is None:
+        process.kill()
+        pytest.fail(f"sparktop web did not start: {first}{process.stderr.read()}", pytrace=False)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if get(url + "/", timeout=1)[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.1)
+    server = WebServer(process, url, match.group(1))
+    try:
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    chromium = require("chromium", "chromium")
+    driver_path = require("chromedriver", "chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_WEBSOCKET})
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _screen_text(driver: webdriver.Chrome) -> str:
+    return ANSI.sub("", driver.execute_script("return window.__out.join('')"))
+
+
+def _wait(what: str, check: Callable[[], bool], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}", pytrace=False)
+
+
+def _containers(web: WebServer) -> list[str]:
+    status, _, body = get(f"{web.exporter_url}/snapshot.json")
+    assert status == 200
+    return sorted(c.id for c in Snapshot.model_validate_json(body).containers)
+
+
+def test_browser_view(web: WebServer, browser: webdriver.Chrome) -> None:
+    browser.get(web.url + "/")
+    _wait("the dashboard", lambda: "Memory pool" in _screen_text(browser))
+    shown = _screen_text(browser)
+    header = next(line for line in shown.splitlines() if "sparktop" in line)
+    assert "BROWSER" in header and "READ-ONLY" in header and "ACTIONS ALLOWED" not in header
+    assert "Dashboard" in shown and "ssd-tetris-train-1" in shown
+
+    before = len(_screen_text(browser))
+    browser.find_element("css selector", "#terminal").click()
+    ActionChains(browser).send_keys("2").perform()  # the Containers tab
+    _wait("the containers table", lambda: "GPU mem" in _screen_text(browser)[before:])
+
+    containers = _containers(web)
+    before = len(_screen_text(browser))
+    ActionChains(browser).send_keys("s").perform()  # stop the selected container
+    _wait("the refusal", lambda: "read-only mode" in _screen_text(browser)[before:])
+    after = _screen_text(browser)[before:]
+    assert "Stop container" not in after and "Cancel" not in after  # no confirmation was offered
+    time.sleep(1.5)  # the demo would drop a stopped container within a second or two
+    assert _containers(web) == containers
+
+    # Sessions share one collector: each is a dashboard process reading the web process's exporter.
+    sessions = [
+        child.cmdline() for child in psutil.Process(web.process.pid).children(recursive=True)
+        if "sparktop.cli" in child.cmdline()  # the dashboard itself, not the shell that starts it
+    ]  # fmt: skip
+    assert sessions, "no session process found"
+    for argv in sessions:
+        assert "--exporter" in argv and web.exporter_url in argv and "--read-only" in argv
+        assert "--demo" not in argv

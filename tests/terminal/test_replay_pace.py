@@ -1,0 +1,42 @@
+"""`sparktop --replay` in a real terminal plays a recording at the pace it was recorded (issue 12 item 5)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.terminal.tmux import TmuxPane, sparktop_command
+from tests.unit.test_replay_playback import demo_snapshots, write
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (installed by .ci/run)")
+
+
+@pytest.fixture
+def pane(tmp_path: Path) -> Iterator[TmuxPane]:
+    pane = TmuxPane(tmp_path, width=160, height=36, env={"TERM": "xterm-256color"})
+    try:
+        yield pane
+    finally:
+        pane.close()
+
+
+def test_a_half_second_recording_plays_at_half_a_second(pane: TmuxPane, tmp_path: Path) -> None:
+    path = tmp_path / "half.jsonl.gz"
+    write(path, demo_snapshots(13, 0.5))  # 6 s of recording
+    pane.run(sparktop_command("--replay", str(path)))
+    assert pane.wait_for(lambda: "Memory pool" in pane.screen()), pane.screen()
+    started = time.monotonic()
+    first = pane.screen().splitlines()[0]
+    assert "every 0.5 s" in first and "recorded every 0.5 s" in first
+    assert re.search(r"0:0\d / \?", first), first  # a compressed file's length shows at its end
+    assert pane.wait_for(lambda: "end of recording" in pane.screen(), timeout=30), pane.screen()
+    elapsed = time.monotonic() - started
+    assert "0:06 / 0:06" in pane.screen() and "end of recording (0:06, 13 snapshots)" in pane.screen()
+    assert elapsed < 11, f"6 s of recording took {elapsed:.1f} s to play"  # at 1 s a tick: 12 s
+    pane.keys("q")
+    assert pane.wait_for(lambda: pane.exit_status() == 0)

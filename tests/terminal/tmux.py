@@ -1,0 +1,88 @@
+"""sparktop in a real terminal: a private tmux server, a shell in a pane, keys and signals as a user sends.
+
+tmux keeps the pane's terminal state (`alternate_on`, mouse modes, `cursor_flag`), so a test can ask whether
+the terminal was given back as it was found, and `pipe-pane` records every byte the program wrote to it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class TmuxPane:
+    def __init__(self, workdir: Path, width: int = 120, height: int = 36, env: dict[str, str] | None = None):
+        self.socket = f"sparktop-test-{uuid.uuid4().hex[:8]}"
+        self.session = "t"
+        self.raw = workdir / "pane.raw"
+        self.workdir = workdir
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+        environment.update(env or {})
+        self._tmux(
+            "new-session", "-d", "-s", self.session, "-x", str(width), "-y", str(height),
+            "bash --norc --noprofile", env=environment,
+        )  # fmt: skip
+        self._tmux("set-option", "-t", self.session, "status", "off")
+        self._tmux("pipe-pane", "-t", self.session, "-o", f"cat >> {shlex.quote(str(self.raw))}")
+
+    def _tmux(self, *args: str, env: dict[str, str] | None = None) -> str:
+        command = ["tmux", "-L", self.socket, *args]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True, timeout=20)
+        return done.stdout
+
+    def run(self, command: str) -> None:
+        """Type a command into the pane's shell; its exit status is printed after it as EXIT=<n>."""
+        line = f"cd {shlex.quote(str(REPO))}; {command}; echo EXIT=$?"
+        self._tmux("send-keys", "-t", self.session, "-l", line)
+        self._tmux("send-keys", "-t", self.session, "Enter")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", self.session, *keys)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", self.session)
+
+    def state(self) -> dict[str, str]:
+        names = ("alternate_on", "mouse_any_flag", "mouse_standard_flag", "mouse_button_flag",
+                 "mouse_sgr_flag", "cursor_flag")  # fmt: skip
+        out = self._tmux("display-message", "-p", "-t", self.session, " ".join(f"#{{{n}}}" for n in names))
+        return dict(zip(names, out.split(), strict=True))
+
+    def program_pid(self) -> int:
+        """The PID of the program the shell runs (the shell's one child)."""
+        shell = int(self._tmux("display-message", "-p", "-t", self.session, "#{pane_pid}").strip())
+        children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        assert len(children) == 1, children
+        return int(children[0])
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return True
+            time.sleep(0.1)
+        return condition()
+
+    def exit_status(self) -> int | None:
+        for line in reversed(self.screen().splitlines()):
+            if line.startswith("EXIT="):
+                return int(line.removeprefix("EXIT="))
+        return None
+
+    def written(self) -> bytes:
+        return self.raw.read_bytes() if self.raw.exists() else b""
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=20)
+
+
+def sparktop_command(*args: str) -> str:
+    return " ".join(shlex.quote(a) for a in (sys.executable, "-m", "sparktop.cli", *args))

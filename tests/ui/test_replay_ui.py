@@ -1,0 +1,70 @@
+"""The dashboard on a real recording: where the playback is, its end, its own pace, and problems in the file
+that stay on screen (issue 12 item 5, issue 13 item 11)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparktop.collect.replay import ReplaySource
+from sparktop.config import Config
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.widgets.status_line import StatusLine
+from tests.unit.test_replay_playback import demo_snapshots, write
+
+
+def status(app: SparktopApp) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+def make(path: Path) -> SparktopApp:
+    return SparktopApp(ReplaySource(path), Config(), auto_refresh=False, clock=lambda: 0.0)
+
+
+async def test_position_length_and_end_of_a_real_recording(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    write(path, demo_snapshots(9, 0.5))
+    app = make(path)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await app.refresh_once()
+        await pilot.pause()
+        assert "0:00 / 0:04 · recorded every 0.5 s" in status(app)
+        for _ in range(4):
+            await app.refresh_once()
+        await pilot.pause()
+        assert "0:02 / 0:04" in status(app)
+        for _ in range(10):  # past the end: the last frame stays, the end is said, nothing is counted twice
+            await app.refresh_once()
+        await pilot.pause()
+        assert app.source_ended
+        assert "end of recording (0:04, 9 snapshots)" in status(app)
+        assert "0:04 / 0:04" in status(app)
+        assert len(app.history.times()) == 9
+
+
+async def test_a_cut_off_last_line_stays_on_screen(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl"
+    write(path, demo_snapshots(4, 1.0))
+    text = path.read_text()
+    path.write_text(text[: len(text) - 2000])  # the machine froze while the last line was written
+    app = make(path)
+    async with app.run_test(size=(200, 36)) as pilot:
+        for _ in range(8):
+            await app.refresh_once()
+            await pilot.pause()
+            if app.source_ended:
+                assert "crash.jsonl line 4: not a snapshot (cut off" in status(app)
+        assert app.source_ended
+
+
+async def test_a_bad_line_in_the_middle_stays_visible_after_its_tick(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    write(path, demo_snapshots(6, 1.0))
+    lines = path.read_text().splitlines(keepends=True)
+    lines.insert(2, "not json\n")
+    path.write_text("".join(lines))
+    app = make(path)
+    async with app.run_test(size=(200, 36)) as pilot:
+        for _ in range(5):
+            await app.refresh_once()
+        await pilot.pause()
+        assert "1 problem in the source: bad.jsonl line 3: not a snapshot" in status(app)

@@ -1,0 +1,84 @@
+"""A failure anywhere in a tick shows on screen, and the next tick tries again (issue 12 item 6)."""
+
+from __future__ import annotations
+
+from sparktop.analysis import accounting
+from sparktop.collect.demo import DemoSource
+from sparktop.config import Config
+from sparktop.model import Snapshot
+from sparktop.ui import app as app_module
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.widgets.budget_bar import BudgetBar
+from sparktop.ui.widgets.status_line import StatusLine
+
+
+class UnaccountedDemo:
+    """The demo's snapshots without their accounting, as a live sampler or an old recording can hand them
+    over: the dashboard has to compute it."""
+
+    name = "demo"
+
+    def __init__(self) -> None:
+        self.demo = DemoSource()
+
+    def sample(self) -> Snapshot:
+        snapshot = self.demo.sample()
+        snapshot.accounting = None
+        return snapshot
+
+    def close(self) -> None:
+        pass
+
+
+def status(app: SparktopApp) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+async def _wait(pilot, condition, tries: int = 60) -> bool:
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        if condition():
+            return True
+    return False
+
+
+async def test_a_failing_view_is_reported_and_the_next_tick_tries_again(monkeypatch):
+    """Through the real worker and timer: a view that raises leaves a message, not a blank screen."""
+    failures = {"left": 3}
+    real_detect = app_module.detect_creep
+
+    def flaky_detect(*args, **kwargs):
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise ZeroDivisionError("float division by zero")
+        return real_detect(*args, **kwargs)
+
+    monkeypatch.setattr(app_module, "detect_creep", flaky_detect)
+    app = SparktopApp(DemoSource(), Config(interval=0.1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert await _wait(pilot, lambda: "ZeroDivisionError" in status(app)), status(app)
+        assert "this update failed (ZeroDivisionError: float division by zero)" in status(app)
+        assert "retrying" in status(app)
+        # The fault goes away: the next ticks draw the dashboard and the message clears.
+        assert await _wait(pilot, lambda: app.stale_reason is None and failures["left"] == 0)
+        assert await _wait(pilot, lambda: "Memory pool" in str(app.query_one(BudgetBar).render()))
+        assert "failed" not in status(app)
+
+
+async def test_accounting_failure_still_shows_the_pool(monkeypatch):
+    def broken_account(*args, **kwargs):
+        raise KeyError("container:abc")
+
+    monkeypatch.setattr(accounting, "account", broken_account)
+    app = SparktopApp(UnaccountedDemo(), Config(interval=0.1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert await _wait(pilot, lambda: app.latest is not None)
+        text = status(app)
+        assert "accounting failed (KeyError: 'container:abc')" in text
+        bar = str(app.query_one(BudgetBar).render())
+        assert "Memory pool" in bar and "unattributed" in bar
+        # Once accounting works again, consumers are named.
+        monkeypatch.undo()
+        assert await _wait(pilot, lambda: "accounting failed" not in status(app))
+        assert app.latest is not None and app.latest.accounting is not None
+        assert app.latest.accounting.consumers

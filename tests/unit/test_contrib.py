@@ -1,0 +1,74 @@
+"""contrib/: the Grafana dashboard queries only metrics the exporter really serves, in PromQL that promtool
+accepts; the systemd unit starts a valid `sparktop serve`."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sparktop.collect.demo import DemoSource
+from sparktop.exporter.server import ExporterServer
+from sparktop.exporter.state import SamplingLoop
+from sparktop.model import GB
+from sparktop.serve_cli import _parser, parse_listen
+from tests.fixtures.exporters import require
+
+CONTRIB = Path(__file__).resolve().parents[2] / "contrib"
+METRIC = re.compile(r"\b(sparktop_[a-z_]+|DCGM_FI_[A-Z_]+)\b")
+
+
+def _exprs() -> list[str]:
+    dashboard = json.loads((CONTRIB / "grafana-dashboard.json").read_text())
+    return [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+
+
+def _served_names() -> set[str]:
+    loop = SamplingLoop(DemoSource("default"), 1.0, 80 * GB, 100 * GB)
+    for _ in range(400):  # long enough for the training run's creep to be detected
+        loop.step()
+    assert loop.latest is not None and loop.latest.creep
+    text = generate_latest(ExporterServer(loop, "127.0.0.1", 0).app.registry).decode()
+    names: set[str] = set()
+    for family in text_string_to_metric_families(text):
+        names.add(family.name)
+        names.update(sample.name for sample in family.samples)
+    return names
+
+
+def test_dashboard_uses_served_metrics_only() -> None:
+    served = _served_names()
+    used = {name for expr in _exprs() for name in METRIC.findall(expr)}
+    assert used, "the dashboard queries no sparktop metric"
+    assert used <= served, f"not served: {sorted(used - served)}"
+
+
+def test_dashboard_promql_parses(tmp_path: Path) -> None:
+    promtool = require("promtool", "prometheus")
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:panel_{i}", "expr": expr.replace("$instance", ".*")}
+        for i, expr in enumerate(_exprs())
+    ]}]}  # fmt: skip
+    path = tmp_path / "rules.yml"
+    path.write_text(json.dumps(rules))  # YAML is a superset of JSON
+    check = [promtool, "check", "rules", str(path)]
+    result = subprocess.run(check, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_systemd_unit_runs_a_valid_serve() -> None:
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment, method-assign]
+    unit.read(CONTRIB / "sparktop-exporter.service")
+    argv = shlex.split(unit["Service"]["ExecStart"])
+    assert argv[0].endswith("sparktop") and argv[1] == "serve"
+    opts = _parser().parse_args(argv[2:])
+    host, port = parse_listen(opts.listen)
+    assert (host, port) == ("0.0.0.0", 9877)
+    assert unit["Install"]["WantedBy"] == "multi-user.target"

@@ -1,0 +1,276 @@
+"""`sparktop serve`: the collector's metrics against the snapshot, the HTTP surface, and its bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sparktop.cli import main
+from sparktop.collect.demo import DemoSource
+from sparktop.exporter.server import ExporterServer
+from sparktop.exporter.state import SamplingLoop
+from sparktop.model import GB, Snapshot
+from tests.fixtures.exporters import get, require, start_exporter
+
+MIB = 1024**2
+
+
+class CountingSource:
+    """A real demo source that counts its samples: scrapes must never add one."""
+
+    name = "demo"
+
+    def __init__(self, scenario: str = "default", seed: int = 0) -> None:
+        self.inner = DemoSource(scenario, seed=seed)
+        self.samples = 0
+
+    def sample(self) -> Snapshot:
+        self.samples += 1
+        return self.inner.sample()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out
+
+
+def _one(samples: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
+    found = [v for lab, v in samples.get(name, []) if all(lab.get(k) == w for k, w in labels.items())]
+    assert len(found) == 1, (name, labels, found)
+    return found[0]
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[SamplingLoop, ExporterServer, CountingSource]]:
+    source = CountingSource("default", seed=4)
+    loop = SamplingLoop(source, interval=0.2, safe_bytes=80 * GB, max_bytes=100 * GB)
+    server = ExporterServer(loop, "127.0.0.1", 0)
+    server.start()
+    try:
+        yield loop, server, source
+    finally:
+        server.shutdown()
+        loop.stop()
+
+
+def test_metrics_match_the_snapshot(served: tuple[SamplingLoop, ExporterServer, CountingSource]) -> None:
+    loop, server, _ = served
+    for _ in range(3):
+        loop.step()
+    state = loop.latest
+    assert state is not None
+    snap = state.snapshot
+    status, headers, body = get(f"{server.url}/metrics")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain")
+    got = _samples(body.decode())
+    host = snap.hostname
+    assert _one(got, "sparktop_pool_used_bytes", host=host) == snap.memory.used
+    assert _one(got, "sparktop_pool_total_bytes", host=host) == snap.memory.total
+    assert _one(got, "sparktop_pool_available_bytes", host=host) == snap.memory.available
+    assert _one(got, "sparktop_headroom_bytes", line="safe") == 80 * GB - snap.memory.used
+    assert _one(got, "sparktop_headroom_bytes", line="aggressive") == 100 * GB - snap.memory.used
+    # Consumers plus unattributed add up to used, as in the dashboard.
+    acct = snap.accounting
+    assert acct is not None
+    parts = sum(v for _, v in got["sparktop_consumer_cpu_bytes"]) + sum(
+        v for _, v in got["sparktop_consumer_gpu_bytes"]
+    )
+    assert parts + _one(got, "sparktop_unattributed_bytes") == snap.memory.used
+    train = next(c for c in snap.containers if c.compose_project == "ssd-tetris")
+    labels = {"container": train.label, "compose_project": "ssd-tetris", "kind": "container"}
+    consumer = next(c for c in acct.consumers if c.key == f"container:{train.id}")
+    assert _one(got, "sparktop_consumer_gpu_bytes", **labels) == consumer.gpu_bytes
+    assert _one(got, "sparktop_consumer_cpu_bytes", **labels) == consumer.cpu_bytes
+    gpu = snap.gpu.gpus[0]
+    assert gpu.utilization_pct is not None and gpu.sm_clock_mhz is not None
+    assert _one(got, "sparktop_gpu_utilization_ratio", gpu="0") == pytest.approx(gpu.utilization_pct / 100)
+    assert _one(got, "sparktop_gpu_sm_clock_hertz", gpu="0") == gpu.sm_clock_mhz * 1e6
+    assert _one(got, "sparktop_gpu_energy_joules_total", gpu="0") == gpu.energy_j
+    # DCGM names for what DCGM cannot report on GB10, derived from the pool, in MiB.
+    assert _one(got, "DCGM_FI_DEV_FB_USED", gpu="0") == snap.memory.used // MIB
+    assert _one(got, "DCGM_FI_DEV_FB_FREE", gpu="0") == snap.memory.available // MIB
+    assert _one(got, "sparktop_pressure_level") == 0
+
+
+def test_scrapes_never_sample(served: tuple[SamplingLoop, ExporterServer, CountingSource]) -> None:
+    loop, server, source = served
+    loop.step()
+    before = source.samples
+    for path in ("/metrics", "/snapshot.json", "/healthz") * 5:
+        assert get(server.url + path)[0] == 200
+    assert source.samples == before
+
+
+def test_nothing_before_the_first_sample_and_no_fake_zeros() -> None:
+    source = CountingSource("critical")
+    loop = SamplingLoop(source, interval=1.0, safe_bytes=80 * GB, max_bytes=100 * GB)
+    server = ExporterServer(loop, "127.0.0.1", 0)
+    server.start()
+    try:
+        assert get(f"{server.url}/snapshot.json")[0] == 503
+        assert get(f"{server.url}/healthz")[0] == 503
+        first = _samples(get(f"{server.url}/metrics")[2].decode())
+        assert "sparktop_pool_used_bytes" not in first and "sparktop_build_info" in first
+        loop.step()
+        state = loop.latest
+        assert state is not None
+        # A metric the device cannot report is left out, never exported as 0.
+        state.snapshot.gpu.gpus[0].temperature_c = None
+        got = _samples(get(f"{server.url}/metrics")[2].decode())
+        assert "sparktop_gpu_temperature_celsius" not in got
+        assert _one(got, "sparktop_pressure_level") == 2  # the critical scenario
+    finally:
+        server.shutdown()
+        loop.stop()
+
+
+def test_label_values_are_plain_text(served: tuple[SamplingLoop, ExporterServer, CountingSource]) -> None:
+    loop, server, _ = served
+    loop.step()
+    state = loop.latest
+    assert state is not None and state.snapshot.accounting is not None
+    container = state.snapshot.containers[0]
+    container.name = "evil\x1b[31m\u202ename\nx"
+    text = get(f"{server.url}/metrics")[2].decode()
+    assert "\x1b" not in text and "\u202e" not in text
+    names = {lab["container"] for lab, _ in _samples(text)["sparktop_consumer_cpu_bytes"]}
+    assert "evil^[[31m<U+202E>name^Jx" in names
+
+
+def test_snapshot_json_is_once_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--demo", "training", "--seed", "7", "--once", "--json"]) == 0
+    once = capsys.readouterr().out
+    loop = SamplingLoop(DemoSource("training", seed=7), 1.0, 80 * GB, 100 * GB)
+    server = ExporterServer(loop, "127.0.0.1", 0)
+    server.start()
+    try:
+        loop.step()
+        status, headers, body = get(f"{server.url}/snapshot.json")
+        assert status == 200 and headers["Content-Type"] == "application/json"
+        assert body.decode() == once
+        assert float(headers["X-Sparktop-Age-Seconds"]) >= 0
+    finally:
+        server.shutdown()
+        loop.stop()
+
+
+def test_read_only_over_http(served: tuple[SamplingLoop, ExporterServer, CountingSource]) -> None:
+    loop, server, _ = served
+    loop.step()
+    import urllib.request
+
+    for method in ("POST", "PUT", "DELETE"):
+        request = urllib.request.Request(f"{server.url}/metrics", data=b"x", method=method)
+        try:
+            urllib.request.urlopen(request, timeout=5)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 405
+        else:
+            raise AssertionError(f"{method} was accepted")
+    assert get(f"{server.url}/stop")[0] == 404
+    health = json.loads(get(f"{server.url}/healthz")[2])
+    assert health["status"] == "ok" and health["source"] == "demo"
+
+
+def test_scrape_costs_under_5_ms() -> None:
+    """The collector renders the busiest demo (scenario G, every consumer present) well under 5 ms."""
+    loop = SamplingLoop(DemoSource("everything"), 1.0, 80 * GB, 100 * GB)
+    for _ in range(5):
+        loop.step()
+    server = ExporterServer(loop, "127.0.0.1", 0)
+    try:
+        costs = []
+        for _ in range(60):
+            started = time.perf_counter()
+            generate_latest(server.app.registry)
+            costs.append(time.perf_counter() - started)
+        assert statistics.median(costs) < 0.005, f"median scrape {statistics.median(costs) * 1e3:.2f} ms"
+    finally:
+        server.shutdown()
+
+
+def test_promtool_accepts_the_output(served: tuple[SamplingLoop, ExporterServer, CountingSource]) -> None:
+    promtool = require("promtool", "prometheus")
+    loop, server, _ = served
+    for _ in range(3):
+        loop.step()
+    text = get(f"{server.url}/metrics")[2]
+    result = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, timeout=30)
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+
+
+def test_port_in_use_is_one_line_error() -> None:
+    exporter = start_exporter("--demo")
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "sparktop.cli", "serve", "--demo", "--listen", exporter.address],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot listen on" in lines[0] and "in use" in lines[0], result.stderr
+        assert get(f"{exporter.url}/healthz")[0] == 200  # the first one is unharmed
+    finally:
+        exporter.stop()
+
+
+@pytest.mark.parametrize("listen", ["nonsense", "127.0.0.1:99999", "127.0.0.1:"])
+def test_bad_listen_address(listen: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--demo", "--listen", listen])
+    assert exited.value.code == 2
+    assert "--listen" in capsys.readouterr().err
+
+
+def test_scrape_flood_leaves_the_tick_alone() -> None:
+    """100 scrapes/s for 10 s from another process (loopback, bounded): every tick still comes on time."""
+    interval = 0.5
+    loop = SamplingLoop(DemoSource("everything"), interval, 80 * GB, 100 * GB)
+    server = ExporterServer(loop, "127.0.0.1", 0)
+    server.start()
+    loop.step()
+    loop.start()
+    flood = (
+        "import sys, time, urllib.request, urllib.error\n"
+        "url, ok, busy = sys.argv[1], 0, 0\n"
+        "start = time.monotonic()\n"
+        "for i in range(1000):\n"
+        "    delay = start + i / 100 - time.monotonic()\n"
+        "    if delay > 0: time.sleep(delay)\n"
+        "    if time.monotonic() - start > 12: break\n"
+        "    try: urllib.request.urlopen(url, timeout=2).read(); ok += 1\n"
+        "    except urllib.error.HTTPError: busy += 1\n"
+        "print(ok, busy)\n"
+    )
+    try:
+        time.sleep(1.0)
+        first_tick = len(loop.tick_starts)
+        started = time.time()
+        result = subprocess.run(
+            [sys.executable, "-c", flood, f"{server.url}/metrics"], capture_output=True, text=True, timeout=30
+        )
+        elapsed = time.time() - started
+        ok, busy = map(int, result.stdout.split())
+        ticks = [t for t in list(loop.tick_starts)[first_tick:] if t >= started]
+    finally:
+        server.shutdown()
+        loop.stop()
+    assert ok + busy >= 900 and ok >= 900, (ok, busy)
+    assert len(ticks) >= int(elapsed / interval) - 1, (len(ticks), elapsed)
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert max(gaps) < interval + 0.35, f"a tick came {max(gaps):.2f} s after the one before"

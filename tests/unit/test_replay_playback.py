@@ -1,0 +1,152 @@
+"""Playing a recording back as it was recorded: its end, its own pace, its length, its size on disk, and lines
+too long to hold (issue 12 item 5, issue 13 item 11, recordings' size)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.replay import Recorder, ReplayEnded, ReplaySource
+from sparktop.model import Snapshot
+
+T0 = 1_767_225_600.0
+
+
+def demo_snapshots(n: int, every: float, scenario: str = "default") -> list[Snapshot]:
+    source = DemoSource(scenario, seed=0)
+    return [source.sample().model_copy(update={"timestamp": T0 + i * every}) for i in range(n)]
+
+
+def write(path: Path, snapshots: list[Snapshot]) -> None:
+    with Recorder(path, mode="overwrite", fsync=False) as recorder:
+        for snapshot in snapshots:
+            recorder.write(snapshot)
+
+
+def play_all(replay: ReplaySource) -> tuple[list[Snapshot], ReplayEnded]:
+    out = []
+    while True:
+        try:
+            out.append(replay.sample())
+        except ReplayEnded as end:
+            return out, end
+
+
+def test_the_end_of_a_recording_is_reported_with_its_length(tmp_path: Path) -> None:
+    path = tmp_path / "half-second.jsonl"
+    write(path, demo_snapshots(21, 0.5))
+    replay = ReplaySource(path)
+    assert replay.recorded_interval == 0.5
+    # The length is known at open, from the file's last line, before anything is played.
+    assert replay.progress().length_s == 10.0
+    played, end = play_all(replay)
+    assert len(played) == 21 and replay.finished
+    assert str(end) == "end of recording (0:10, 21 snapshots)"
+    progress = replay.progress()
+    assert (progress.position_s, progress.length_s, progress.ended) == (10.0, 10.0, True)
+    assert progress.describe() == "0:10 / 0:10 · recorded every 0.5 s"
+    assert replay.progress(played[4]).describe().startswith("0:02 / 0:10")
+
+
+def test_a_line_too_long_is_skipped_without_holding_it(tmp_path: Path) -> None:
+    path = tmp_path / "huge-line.jsonl"
+    first, second = demo_snapshots(2, 1.0)
+    limit = 1024**2
+    with path.open("wb") as f:
+        f.write(first.model_dump_json().encode() + b"\n")
+        f.write(b"x" * (32 * limit) + b"\n")  # 32 MiB of garbage on one line
+        f.write(second.model_dump_json().encode() + b"\n")
+    tracemalloc.start()
+    try:
+        replay = ReplaySource(path, max_line_bytes=limit)
+        played, _ = play_all(replay)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [s.timestamp for s in played] == [first.timestamp, second.timestamp]
+    # Memory follows the limit, not the line: a few times the limit, never the 32 MiB.
+    assert peak < 8 * limit, f"peak {peak / 1024**2:.1f} MiB while skipping a 32 MiB line"
+    assert replay.warnings == ["huge-line.jsonl line 2: skipped, longer than 1 MiB (32 MiB): not a snapshot"]
+    assert played[1].errors == replay.warnings  # shown with the next snapshot
+
+
+def test_compressed_recording_round_trip_and_size(tmp_path: Path) -> None:
+    snapshots = demo_snapshots(120, 1.0, "everything")
+    plain, packed = tmp_path / "run.jsonl", tmp_path / "run.jsonl.gz"
+    write(plain, snapshots)
+    write(packed, snapshots)
+    with gzip.open(packed, "rt") as f:  # a standard gzip file: zcat and friends read it
+        assert f.readline().startswith('{"version"')
+    per_snapshot = {p.name: p.stat().st_size / len(snapshots) for p in (plain, packed)}
+    assert per_snapshot["run.jsonl.gz"] < per_snapshot["run.jsonl"] / 10, per_snapshot
+    played, end = play_all(ReplaySource(packed))
+    assert played == [s.model_copy(update={"source": "replay"}) for s in snapshots]
+    assert str(end) == "end of recording (1:59, 120 snapshots)"
+
+
+def test_compressed_recording_cut_off_by_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl.gz"
+    snapshots = demo_snapshots(10, 1.0)
+    recorder = Recorder(path, mode="new", fsync=True)
+    for snapshot in snapshots:
+        recorder.write(snapshot)
+    # The machine froze: no gzip trailer, and the last line only partly on disk.
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])
+    replay = ReplaySource(path)
+    assert replay.progress().length_s is None  # unknown until the end of a compressed file is reached
+    played, end = play_all(replay)
+    assert 8 <= len(played) <= 9
+    assert "the compressed recording ends abruptly" in str(end) or "cut off" in str(end)
+    assert replay.warnings
+    recorder.close()
+
+
+def test_append_to_a_compressed_recording(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl.gz"
+    first, second = demo_snapshots(3, 1.0), demo_snapshots(6, 1.0)[3:]
+    write(path, first)
+    with Recorder(path, mode="append", fsync=False) as recorder:
+        for snapshot in second:
+            recorder.write(snapshot)
+    played, _ = play_all(ReplaySource(path))
+    assert [s.timestamp for s in played] == [s.timestamp for s in first + second]
+
+
+def test_record_ends_cleanly_on_sigterm(tmp_path: Path) -> None:
+    """`timeout 60 sparktop record x.jsonl.gz`: the file is closed properly, the count is reported."""
+    path = tmp_path / "run.jsonl.gz"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparktop.cli", "record", str(path), "--demo", "--interval", "0.1"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not path.exists() or path.stat().st_size < 5000):
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "sparktop record: wrote" in err
+    replay = ReplaySource(path)
+    played, end = play_all(replay)
+    assert len(played) > 1 and replay.warnings == []  # gzip end marker written: nothing cut off
+    assert f"{len(played)} snapshots" in str(end)
+
+
+@pytest.mark.parametrize("every", [0.5, 2.0])
+def test_the_recordings_interval_is_the_median_gap(tmp_path: Path, every: float) -> None:
+    path = tmp_path / "r.jsonl"
+    snapshots = demo_snapshots(8, every)
+    snapshots[3] = snapshots[3].model_copy(update={"timestamp": snapshots[3].timestamp + 0.3})  # a late tick
+    write(path, snapshots)
+    assert ReplaySource(path).recorded_interval == every
