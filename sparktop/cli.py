@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sparktop import __version__
-from sparktop.format import fmt_bytes, fmt_bytes_in, fmt_size, in_big_unit
+from sparktop.format import column_unit, fmt_bytes, fmt_bytes_in, fmt_size
 
 if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
@@ -184,8 +184,8 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
         top = sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]
         # One unit per column; no GPU: "—", not a measured-looking 0.
         gpus = [c.gpu_bytes if snapshot.gpu.available else None for c in top]
-        big_cpu = in_big_unit((c.cpu_bytes for c in top), units)
-        big_gpu = in_big_unit(gpus, units)
+        big_cpu = column_unit((c.cpu_bytes for c in top), units)
+        big_gpu = column_unit(gpus, units)
         for consumer, gpu_bytes in zip(top, gpus, strict=True):
             cpu = fmt_bytes_in(consumer.cpu_bytes, units, big_cpu)
             gpu_side = fmt_bytes_in(gpu_bytes, units, big_gpu)

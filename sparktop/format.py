@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from sparktop.model import GB, GIB
 
@@ -52,31 +53,45 @@ def fmt_rate(bytes_per_min: float | None, units: str = "GiB") -> str:
     return f"{bytes_per_min / small:+.0f} {small_name}/min"
 
 
-def in_big_unit(values: Iterable[float | None], units: str = "GiB", rates: bool = False) -> bool:
-    """Whether a column of these sizes (or rates per minute) reads best in GiB (GB) rather than MiB (MB):
-    its largest is at least 1 GiB (a rate: 0.1 GiB/min), as `fmt_bytes` / `fmt_rate` would pick for it.
-    One unit per column: `716 MiB` over `0.0 GiB` or `+5 MiB/min` over `+1.3 GiB/min` misleads the eye."""
+class ColumnUnit(NamedTuple):
+    """How one column of sizes (or rates) is written: all in GiB (GB) or all in MiB (MB), with the decimals
+    its small values need. One unit per column: `716 MiB` over `0.0 GiB` or `+5 MiB/min` over
+    `+1.3 GiB/min` misleads the eye."""
+
+    big: bool
+    precision: int = 1
+
+
+def column_unit(values: Iterable[float | None], units: str = "GiB", rates: bool = False) -> ColumnUnit:
+    """GiB (GB) when the column's largest is at least 1 GiB (a rate: 0.1 GiB/min), as `fmt_bytes` /
+    `fmt_rate` would pick for it, with two decimals when some value is under one unit (`0.06 GiB`)."""
     big = unit_size(units) / (10 if rates else 1)
-    return any(v is not None and abs(v) >= big for v in values)
+    sizes = [abs(v) for v in values if v is not None]
+    if not any(v >= big for v in sizes):
+        return ColumnUnit(False)
+    small = any(0 < v < unit_size(units) for v in sizes)
+    return ColumnUnit(True, 2 if small else 1)
 
 
-def fmt_bytes_in(n: int | float | None, units: str, big: bool, precision: int = 1) -> str:
-    """`n` in the column's unit (see `in_big_unit`): `0.7 GiB` or `716 MiB`; None -> "—"."""
+def fmt_bytes_in(n: int | float | None, units: str, column: ColumnUnit) -> str:
+    """`n` in its column's unit (see `column_unit`): `0.70 GiB` or `716 MiB`; None -> "—"."""
     if n is None:
         return "—"
-    if big:
-        return f"{n / unit_size(units):.{precision}f} {units}"
+    if column.big:
+        return f"{n / unit_size(units):.{column.precision}f} {units}"
     small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
     return f"{n / small:.0f} {small_name}"
 
 
-def fmt_rate_in(bytes_per_min: float | None, units: str, big: bool) -> str:
-    """A growth rate in the column's unit: `+0.0 GiB/min` next to `+1.3 GiB/min`; None -> "—"."""
+def fmt_rate_in(bytes_per_min: float | None, units: str, column: ColumnUnit) -> str:
+    """A growth rate in its column's unit: `+0.00 GiB/min` next to `+1.25 GiB/min`; None -> "—"."""
     if bytes_per_min is None:
         return "—"
-    if big:
-        value = round(bytes_per_min / unit_size(units), 1)
-        return f"{value:+.1f} {units}/min" if value else f"0.0 {units}/min"  # no "-0.0"
+    if column.big:
+        value = round(bytes_per_min / unit_size(units), column.precision)
+        if not value:  # no "-0.0"
+            return f"{0:.{column.precision}f} {units}/min"
+        return f"{value:+.{column.precision}f} {units}/min"
     small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
     if abs(bytes_per_min) < small / 2:
         return f"0 {small_name}/min"

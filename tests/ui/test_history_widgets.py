@@ -106,6 +106,11 @@ async def test_the_pool_line_is_named() -> None:
         await pilot.pause()
         rows = chart_text(chart).splitlines()
         assert any(re.search(r"─ pool ┤$", row) for row in rows), "\n".join(rows)
+        # Near exhaustion the latest data is on that row: the name would cover it (the title names the pool).
+        critical, pool = demo_history(samples=100, scenario="critical")
+        chart.redraw(critical, SAFE, AGGRESSIVE, pool)
+        await pilot.pause()
+        assert " pool ┤" not in chart_text(chart)
 
 
 async def test_used_stays_drawn_where_a_consumer_shares_its_cells() -> None:

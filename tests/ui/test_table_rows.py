@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sparktop.collect.sampler import LiveSource
 from sparktop.config import Config
-from sparktop.format import fmt_bytes_in, fmt_rate_in, in_big_unit
+from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in
 from sparktop.model import GIB, DockerStatus, GpuReport
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.widgets.status_line import StatusLine
@@ -36,15 +36,16 @@ def units_of(cells: list[str]) -> set[str]:
 
 
 def test_column_unit_helpers() -> None:
-    assert in_big_unit([716 * MIB, 0, None]) is False
-    assert in_big_unit([716 * MIB, GIB]) is True
-    assert fmt_bytes_in(0, "GiB", big=False) == "0 MiB"
-    assert fmt_bytes_in(716 * MIB, "GiB", big=True) == "0.7 GiB"
-    assert in_big_unit([5 * MIB, 1.3 * GIB], rates=True)
-    assert fmt_rate_in(200 * MIB, "GiB", big=True) == "+0.2 GiB/min"
-    assert fmt_rate_in(-0.01 * GIB, "GiB", big=True) == "0.0 GiB/min"  # no "-0.0"
-    assert fmt_rate_in(5 * MIB, "GiB", big=False) == "+5 MiB/min"
-    assert fmt_bytes_in(None, "GiB", big=True) == "—"
+    assert column_unit([716 * MIB, 0, None]) == ColumnUnit(False)
+    assert column_unit([716 * MIB, GIB]) == ColumnUnit(True, 2)  # 0.70 GiB, not 0.7 or 716 MiB
+    assert column_unit([2 * GIB, GIB, 0]) == ColumnUnit(True, 1)
+    assert fmt_bytes_in(0, "GiB", ColumnUnit(False)) == "0 MiB"
+    assert fmt_bytes_in(716 * MIB, "GiB", ColumnUnit(True, 2)) == "0.70 GiB"
+    assert column_unit([5 * MIB, 1.3 * GIB], rates=True) == ColumnUnit(True, 2)
+    assert fmt_rate_in(200 * MIB, "GiB", ColumnUnit(True, 1)) == "+0.2 GiB/min"
+    assert fmt_rate_in(-0.001 * GIB, "GiB", ColumnUnit(True, 2)) == "0.00 GiB/min"  # no "-0.00"
+    assert fmt_rate_in(5 * MIB, "GiB", ColumnUnit(False)) == "+5 MiB/min"
+    assert fmt_bytes_in(None, "GiB", ColumnUnit(True)) == "—"
 
 
 async def test_one_unit_per_column() -> None:

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
-from sparktop.format import fmt_bytes_in, fmt_rate_in, in_big_unit
+from sparktop.format import column_unit, fmt_bytes_in, fmt_rate_in
 from sparktop.ui.widgets.budget_bar import Segment
 
 
@@ -45,10 +45,10 @@ class ConsumerSummary(Widget):
             table.add_column(name, justify="right", no_wrap=True)
         units = self.units
         # One unit per column (`716 MiB` over `0.0 GiB` misleads the eye).
-        big_cpu = in_big_unit((seg.nbytes - seg.gpu_bytes for seg, _ in self._rows), units)
-        big_gpu = in_big_unit((seg.gpu_bytes for seg, _ in self._rows), units)
-        big_total = in_big_unit((seg.nbytes for seg, _ in self._rows), units)
-        big_rate = in_big_unit((rate for _, rate in self._rows), units, rates=True)
+        big_cpu = column_unit((seg.nbytes - seg.gpu_bytes for seg, _ in self._rows), units)
+        big_gpu = column_unit((seg.gpu_bytes for seg, _ in self._rows), units)
+        big_total = column_unit((seg.nbytes for seg, _ in self._rows), units)
+        big_rate = column_unit((rate for _, rate in self._rows), units, rates=True)
         for seg, rate in self._rows:
             cpu = seg.nbytes - seg.gpu_bytes
             growing = rate is not None and rate >= 100 * 1024**2

@@ -205,8 +205,13 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         if a.pool_bytes > 0:
             muted = self._var("foreground-muted", "gray")
             plt.hline(a.pool_bytes / unit, color=muted)
-            # Named at the right end (the legend is at the left): the top line is the pool, not the frame.
-            plt.text(" pool ", x=0, y=a.pool_bytes / unit, color=muted, background=surface, alignment="right")
+            # Named at the right end (the legend is at the left): the top line is the pool, not the frame;
+            # unless the latest data is up there, where the name would cover it (the title names the pool).
+            recent = [v for v in columns[""][-max(1, len(xs) // 8) :] if v is not None]
+            if not recent or max(recent) < 0.95 * a.pool_bytes:
+                plt.text(
+                    " pool ", x=0, y=a.pool_bytes / unit, color=muted, background=surface, alignment="right"
+                )
 
         # `used` first, so it heads the legend. The legend (top left) gets the rows above the highest line's
         # label: the consumers beyond that are drawn unlabelled (their colours are the bar's).

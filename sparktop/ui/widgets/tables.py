@@ -21,7 +21,7 @@ from textual.widgets import DataTable
 from sparktop.analysis.accounting import process_key
 from sparktop.collect.controllers import foreign_engine
 from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
-from sparktop.format import fmt_bytes_in, fmt_rate_in, in_big_unit
+from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 
 T = TypeVar("T")
@@ -280,7 +280,7 @@ class ConsumerTable(DataTable, Generic[T]):
         self._shown: dict[str, dict[str, Any]] = {}  # row key -> raw values currently drawn
         self._dirty = False  # rows changed since the last draw
         self._force = False  # redraw every cell (the units changed)
-        self._big: dict[str, bool] = {}  # bytes / rate column -> written in GiB (else MiB): one unit a column
+        self._units: dict[str, ColumnUnit] = {}  # bytes / rate column -> its unit: one unit a column
 
     def _first_numeric(self) -> str:
         return next((k for k in self.column_keys if self.specs[k].numeric), self.column_keys[0])
@@ -384,9 +384,9 @@ class ConsumerTable(DataTable, Generic[T]):
             kind = self.specs[key].kind
             if kind not in ("bytes", "rate"):
                 continue
-            big = in_big_unit((r.values.get(key) for r in rows), self.units, rates=kind == "rate")
-            if self._big.get(key) != big:
-                self._big[key] = big
+            unit = column_unit((r.values.get(key) for r in rows), self.units, rates=kind == "rate")
+            if self._units.get(key) != unit:
+                self._units[key] = unit
                 changed.add(key)
         return changed
 
@@ -394,14 +394,15 @@ class ConsumerTable(DataTable, Generic[T]):
         spec = self.specs[key]
         style = row.styles.get(key, "")
         if spec.kind == "bytes":
-            text = fmt_bytes_in(value, self.units, self._big.get(key, True))
+            text = fmt_bytes_in(value, self.units, self._units.get(key, ColumnUnit(True)))
             return Cell(text, value, style, justify="right")
         if spec.kind == "rate":
             if value is not None and value >= self.warn_rate:
                 style = style or f"bold {self.warn_color}"
             elif value is None or abs(value) < 1024**2:
                 style = style or "dim"
-            text = fmt_rate_in(value, self.units, self._big.get(key, True)) if value is not None else "·"
+            unit = self._units.get(key, ColumnUnit(True))
+            text = fmt_rate_in(value, self.units, unit) if value is not None else "·"
             return Cell(text, value, style, justify="right")
         if spec.kind == "percent":
             return Cell("—" if value is None else f"{value:.0f}", value, style, justify="right")
