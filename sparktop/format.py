@@ -73,29 +73,34 @@ def column_unit(values: Iterable[float | None], units: str = "GiB", rates: bool 
     return ColumnUnit(True, 2 if small else 1)
 
 
-def fmt_bytes_in(n: int | float | None, units: str, column: ColumnUnit) -> str:
-    """`n` in its column's unit (see `column_unit`): `0.70 GiB` or `716 MiB`; None -> "—"."""
+def unit_name(units: str, column: ColumnUnit, rates: bool = False) -> str:
+    """The name of a column's unit, for its header when the cells leave it out: `GiB`, `MiB/min`."""
+    name = units if column.big else ("MB" if units == "GB" else "MiB")
+    return f"{name}/min" if rates else name
+
+
+def fmt_bytes_in(n: int | float | None, units: str, column: ColumnUnit, unit: bool = True) -> str:
+    """`n` in its column's unit (see `column_unit`): `0.70 GiB` or `716 MiB` (`unit` False: the number
+    alone, the header naming the unit); None -> "—"."""
     if n is None:
         return "—"
     if column.big:
-        return f"{n / unit_size(units):.{column.precision}f} {units}"
-    small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
-    return f"{n / small:.0f} {small_name}"
+        text = f"{n / unit_size(units):.{column.precision}f}"
+    else:
+        text = f"{n / (MB if units == 'GB' else MIB):.0f}"
+    return f"{text} {unit_name(units, column)}" if unit else text
 
 
-def fmt_rate_in(bytes_per_min: float | None, units: str, column: ColumnUnit) -> str:
-    """A growth rate in its column's unit: `+0.00 GiB/min` next to `+1.25 GiB/min`; None -> "—"."""
+def fmt_rate_in(bytes_per_min: float | None, units: str, column: ColumnUnit, unit: bool = True) -> str:
+    """A growth rate in its column's unit: `+0.00 GiB/min` next to `+1.25 GiB/min` (`unit` False: the
+    number alone); None -> "—"."""
     if bytes_per_min is None:
         return "—"
-    if column.big:
-        value = round(bytes_per_min / unit_size(units), column.precision)
-        if not value:  # no "-0.0"
-            return f"{0:.{column.precision}f} {units}/min"
-        return f"{value:+.{column.precision}f} {units}/min"
-    small, small_name = (MB, "MB") if units == "GB" else (MIB, "MiB")
-    if abs(bytes_per_min) < small / 2:
-        return f"0 {small_name}/min"
-    return f"{bytes_per_min / small:+.0f} {small_name}/min"
+    precision = column.precision if column.big else 0
+    scale = unit_size(units) if column.big else (MB if units == "GB" else MIB)
+    value = round(bytes_per_min / scale, precision)
+    text = f"{value:+.{precision}f}" if value else f"{0:.{precision}f}"  # no "-0.0"
+    return f"{text} {unit_name(units, column, rates=True)}" if unit else text
 
 
 def fmt_duration(seconds: float) -> str:

@@ -50,7 +50,7 @@ def test_column_unit_helpers() -> None:
 
 async def test_one_unit_per_column() -> None:
     """`716 MiB` next to `0.0 GiB`, `+5 MiB/min` next to `+1.3 GiB/min`: each bytes or rate column now has
-    one unit, chosen by its largest value."""
+    one unit, chosen by its largest value and named once, on the header's second line; cells are numbers."""
     app = make_app()
     async with app.run_test(size=(160, 40)) as pilot:
         for tab, table_type in (("2", ContainersTable), ("3", ProcessesTable)):
@@ -58,10 +58,16 @@ async def test_one_unit_per_column() -> None:
             await pilot.pause()
             table = app.query_one(table_type)
             for key in table.column_keys:
-                if table.specs[key].kind in ("bytes", "rate"):
-                    assert len(units_of(column(table, key))) <= 1, (key, column(table, key))
+                kind = table.specs[key].kind
+                if kind not in ("bytes", "rate"):
+                    continue
+                unit = table.columns[key].label.plain.split("\n")[1]
+                assert unit in (("GiB", "MiB") if kind == "bytes" else ("GiB/min", "MiB/min")), (key, unit)
+                for cell in column(table, key):
+                    assert cell in ("—", "·") or float(cell) is not None, (key, cell)
         processes = app.query_one(ProcessesTable)
-        assert units_of(column(processes, "rss")) == {"GiB"}  # the largest is GiB: so is a 14 MiB one
+        assert processes.columns["rss"].label.plain.split("\n")[1] == "GiB"  # the largest is GiB
+        assert "0.05" in column(processes, "rss")  # so a ~50 MiB process reads 0.05, not 0.0
 
 
 async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
@@ -109,3 +115,14 @@ def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
     proc.pss_stale = False
     row = next(r for r in process_rows(snapshot, lambda key: None) if r.item is proc)
     assert row.values["total"] == proc.rss // 3 + (proc.gpu_bytes or 0) and "pss" not in row.styles
+
+
+async def test_the_command_line_has_room_at_120_columns() -> None:
+    """At 120 columns the command column was 9 characters wide (units in every cell, wide name columns)."""
+    app = make_app()  # seven minutes in: the trend column is filled
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        table = app.query_one(ProcessesTable)
+        assert table.columns["command"].width >= 20, table.columns["command"].width
+        assert any(cell.startswith("python3 train.py") for cell in column(table, "command"))

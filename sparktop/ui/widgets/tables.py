@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
@@ -21,7 +22,7 @@ from textual.widgets import DataTable
 from sparktop.analysis.accounting import process_key
 from sparktop.collect.controllers import foreign_engine
 from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
-from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in
+from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in, unit_name
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 
 T = TypeVar("T")
@@ -77,8 +78,8 @@ CONTAINER_COLUMN_SPECS: dict[str, ColumnSpec] = {
         ColumnSpec("status", "status"),
         ColumnSpec("image", "image", max_width=32),
         ColumnSpec("id", "id"),
-        ColumnSpec("cpu", "CPU mem", "bytes"),
-        ColumnSpec("gpu", "GPU mem", "bytes"),
+        ColumnSpec("cpu", "CPU", "bytes"),  # the header's second line names the unit
+        ColumnSpec("gpu", "GPU", "bytes"),
         ColumnSpec("total", "total", "bytes"),
         ColumnSpec("trend", "trend", "rate"),
         ColumnSpec("pss", "PSS", "bytes"),
@@ -94,13 +95,13 @@ PROCESS_COLUMN_SPECS: dict[str, ColumnSpec] = {
     c.key: c
     for c in (
         ColumnSpec("pid", "PID", "number"),
-        ColumnSpec("name", "process", max_width=18),
-        ColumnSpec("container", "container", max_width=20),
+        ColumnSpec("name", "process", max_width=16),
+        ColumnSpec("container", "container", max_width=18),
         ColumnSpec("user", "user"),
         ColumnSpec("cpu_pct", "CPU %", "percent"),
         ColumnSpec("rss", "RSS", "bytes"),
         ColumnSpec("pss", "PSS", "bytes"),
-        ColumnSpec("gpu", "GPU mem", "bytes"),
+        ColumnSpec("gpu", "GPU", "bytes"),
         ColumnSpec("total", "total", "bytes"),
         ColumnSpec("trend", "trend", "rate"),
         ColumnSpec("command", "command", max_width=72),
@@ -264,7 +265,7 @@ class ConsumerTable(DataTable, Generic[T]):
         # Rendered cells by what they show (see `_render_cell`); before super(), whose watchers clear it.
         self._cells_drawn: LRUCache[tuple, tuple[object, Any]] = LRUCache(4096)
         self._lines_drawn: LRUCache[tuple, tuple[tuple, Any]] = LRUCache(1024)
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True, header_height=2)
         self.specs = specs
         self.column_keys = [c for c in columns if c in specs]
         self.sort_column = sort_column if sort_column in self.column_keys else self._first_numeric()
@@ -368,10 +369,15 @@ class ConsumerTable(DataTable, Generic[T]):
     # -- internals ---------------------------------------------------------------------------------------
 
     def _header(self, key: str) -> str:
-        label = self.specs[key].label
-        if key == self.sort_column:
-            return f"{label} {'▼' if self.sort_reverse else '▲'}"
-        return f"{label}  "
+        spec = self.specs[key]
+        label = spec.label
+        label += f" {'▼' if self.sort_reverse else '▲'}" if key == self.sort_column else "  "
+        if spec.numeric:
+            # One unit per column, named once on the header's second line: the cells are numbers only
+            # (narrow columns leave the command line its room).
+            unit = self._units.get(key)
+            label += "\n" + (unit_name(self.units, unit, rates=spec.kind == "rate") if unit else "")
+        return label
 
     def _visible(self, row: Row[T]) -> bool:
         return not self.filter_text or self.filter_text in row.search
@@ -388,13 +394,16 @@ class ConsumerTable(DataTable, Generic[T]):
             if self._units.get(key) != unit:
                 self._units[key] = unit
                 changed.add(key)
+                if key in self.columns:
+                    self.columns[key].label = Text(self._header(key))  # type: ignore[index]
+                    self._require_update_dimensions = True
         return changed
 
     def _cell(self, key: str, value: Any, row: Row[T]) -> Cell:
         spec = self.specs[key]
         style = row.styles.get(key, "")
         if spec.kind == "bytes":
-            text = fmt_bytes_in(value, self.units, self._units.get(key, ColumnUnit(True)))
+            text = fmt_bytes_in(value, self.units, self._units.get(key, ColumnUnit(True)), unit=False)
             return Cell(text, value, style, justify="right")
         if spec.kind == "rate":
             if value is not None and value >= self.warn_rate:
@@ -402,7 +411,7 @@ class ConsumerTable(DataTable, Generic[T]):
             elif value is None or abs(value) < 1024**2:
                 style = style or "dim"
             unit = self._units.get(key, ColumnUnit(True))
-            text = fmt_rate_in(value, self.units, unit) if value is not None else "·"
+            text = fmt_rate_in(value, self.units, unit, unit=False) if value is not None else "·"
             return Cell(text, value, style, justify="right")
         if spec.kind == "percent":
             return Cell("—" if value is None else f"{value:.0f}", value, style, justify="right")
@@ -545,7 +554,8 @@ class ConsumerTable(DataTable, Generic[T]):
             if not column.auto_width:
                 continue
             cells = (self._data[row_key][key] for row_key in self._data)
-            width = max([column.label.cell_len, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
+            label = max(cell_len(line) for line in column.label.plain.split("\n"))
+            width = max([label, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
             if width != column.content_width:
                 column.content_width = width
                 changed = True
