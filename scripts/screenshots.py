@@ -76,6 +76,7 @@ SHOTS = (
         scenario="servers",
         warmup=26,
     ),
+    Shot("dashboard-discrete", "sparktop: a discrete GPU's own memory", (120, 36), scenario="discrete"),
 )
 
 

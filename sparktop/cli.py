@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from sparktop import __version__
 from sparktop.format import column_unit, fmt_bytes, fmt_bytes_in, fmt_size
+from sparktop.machine import describe_machine
 
 if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
@@ -27,7 +28,8 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="?",
         const="default",
         metavar="SCENARIO",
-        help="a simulated DGX Spark (scenarios: default, audio, training, critical, everything, idle)",
+        help="a simulated DGX Spark (scenarios: default, audio, training, critical, everything, idle, "
+        "servers; discrete: a workstation with a discrete H100 instead)",
     )
     group.add_argument("--replay", metavar="FILE", help="play back a recording made with `sparktop record`")
     group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
@@ -149,13 +151,15 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
+    from sparktop.analysis.accounting import fill_accounting
+    from sparktop.encoding import for_stream, json_for_stream
     from sparktop.text import json_visible, visible_lines
 
-    snapshot = source.sample()
+    snapshot = fill_accounting(source.sample())  # a recording may hold none (or a failed one)
     if as_json:
-        print(json_visible(snapshot.model_dump_json(indent=2)))
+        print(json_for_stream(json_visible(snapshot.model_dump_json(indent=2)), sys.stdout))
     else:
-        print(visible_lines(summarize(snapshot, units)))
+        print(for_stream(visible_lines(summarize(snapshot, units)), sys.stdout))
     return 0
 
 
@@ -169,6 +173,7 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     if mem.pressure and mem.pressure.some:
         full = mem.pressure.full.avg10 if mem.pressure.full else 0.0
         lines.append(f"psi    some avg10 {mem.pressure.some.avg10:.1f}  full avg10 {full:.1f}")
+    lines.append(f"machine {describe_machine(snapshot.gpu, units)}")
     if not snapshot.gpu.available:
         lines.append(f"gpu    {snapshot.gpu.reason}")
     for gpu in snapshot.gpu.gpus:
@@ -177,18 +182,26 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
         temp = "n/a" if gpu.temperature_c is None else f"{gpu.temperature_c:.0f} °C"
         unified = "unified memory" if gpu.unified_memory else "discrete memory"
         lines.append(f"gpu{gpu.index}   {gpu.name}: util {util}, {temp}, {power} ({unified})")
+    for device in snapshot.accounting.gpu_memory if snapshot.accounting else ():
+        holders = [f"{s.label} {fmt_bytes(s.nbytes, units)}" for s in device.shares[:5]]
+        if device.other:
+            holders.append(f"other {fmt_bytes(device.other, units)}")
+        used = f"{fmt_size(device.used, units)} of {fmt_size(device.total, units)} used"
+        lines.append(f"gpu{device.index}   memory {used}" + (f": {', '.join(holders)}" if holders else ""))
     if not snapshot.docker.available and snapshot.docker.reason:
         lines.append(f"docker {snapshot.docker.reason}")
     if snapshot.accounting:
         acct = snapshot.accounting
-        top = sorted(acct.consumers, key=lambda c: c.total, reverse=True)[:10]
-        # One unit per column; no GPU: "—", not a measured-looking 0.
-        gpus = [c.gpu_bytes if snapshot.gpu.available else None for c in top]
-        big_cpu = column_unit((c.cpu_bytes for c in top), units)
-        big_gpu = column_unit(gpus, units)
+        # By all each holds: a discrete GPU's memory is not in the pool, yet its holders are the news.
+        top = sorted(acct.consumers, key=lambda c: c.total + c.device_gpu_bytes, reverse=True)[:10]
+        # One unit per column. No GPU: "—", not 0. A discrete GPU's memory is the consumer's too, though
+        # not in the pool.
+        gpus = [c.gpu_bytes + c.device_gpu_bytes if snapshot.gpu.available else None for c in top]
+        cpu_unit = column_unit((c.cpu_bytes for c in top), units)
+        gpu_unit = column_unit(gpus, units)
         for consumer, gpu_bytes in zip(top, gpus, strict=True):
-            cpu = fmt_bytes_in(consumer.cpu_bytes, units, big_cpu)
-            gpu_side = fmt_bytes_in(gpu_bytes, units, big_gpu)
+            cpu = fmt_bytes_in(consumer.cpu_bytes, units, cpu_unit)
+            gpu_side = fmt_bytes_in(gpu_bytes, units, gpu_unit)
             lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
         unattributed = fmt_bytes(acct.unattributed, units)
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")

@@ -99,6 +99,9 @@ class GpuState(_Model):
     unsupported: dict[str, VisibleStr] = Field(default_factory=dict)
 
 
+MemoryKind = Literal["unified", "discrete", "no-gpu"]
+
+
 class GpuReport(_Model):
     """Everything NVML said this tick. `available` False means no library, no driver or no GPU."""
 
@@ -110,6 +113,15 @@ class GpuReport(_Model):
     @property
     def unified_memory(self) -> bool:
         return any(g.unified_memory for g in self.gpus)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def memory_kind(self) -> MemoryKind:
+        """What kind of machine this is: "unified" (a DGX Spark: the GPU allocates from the host pool),
+        "discrete" (the GPU has memory of its own, NVML reports it) or "no-gpu"."""
+        if self.unified_memory:
+            return "unified"
+        return "discrete" if self.gpus else "no-gpu"
 
     def gpu_bytes_by_pid(self) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -204,7 +216,9 @@ class Consumer(_Model):
     label: VisibleStr
     kind: ConsumerKind
     cpu_bytes: int = 0
-    gpu_bytes: int = 0
+    gpu_bytes: int = 0  # GPU memory drawn from the host pool (a unified-memory GPU): part of `total`
+    # GPU memory on a discrete GPU's own memory: the consumer's, but not part of the host pool nor `total`.
+    device_gpu_bytes: int = 0
     # The consumer this one was split from (a served model's server container or process): drawn next to it.
     parent: str | None = None
 
@@ -224,6 +238,33 @@ class Accounting(_Model):
     gpu_outside_pool: int = 0
     # Bytes counted twice by consumers (shared pages in RSS), taken off their CPU side so parts sum to used.
     overcount_removed: int = 0
+    # Each discrete GPU's own memory split the same way (empty on a unified-memory machine).
+    gpu_memory: list[GpuMemoryAccount] = Field(default_factory=list)
+
+
+class GpuMemoryShare(_Model):
+    """One consumer's memory on one discrete GPU; `key` and `label` are its host-pool consumer's."""
+
+    key: str
+    label: VisibleStr
+    kind: ConsumerKind
+    nbytes: int
+
+
+class GpuMemoryAccount(_Model):
+    """A discrete GPU's own memory: who holds it (NVML per-process use), and `other`, what NVML counts as
+    used that no listed process explains (driver reservations, contexts of processes NVML does not list)."""
+
+    index: int
+    name: VisibleStr
+    total: int
+    used: int
+    shares: list[GpuMemoryShare] = Field(default_factory=list)
+    other: int = 0
+
+    @property
+    def free(self) -> int:
+        return max(0, self.total - self.used)
 
 
 # --- add-on collectors: model servers ---------------------------------------------------------------------

@@ -231,6 +231,8 @@ def render(ev: Evaluation, verbose: bool = False) -> str:
     out.append(f"  {'TOTAL':<{width + 24}}{_g(t.low):>7}{_g(t.mid):>7}{_g(t.high):>7}")
     out.append("")
     out.append(f"  Memory   {ev.fit.verdict.upper():<10}{ev.fit.reason}")
+    if ev.gpu_fit is not None:
+        out.append(f"  GPU mem  {ev.gpu_fit.verdict.upper():<10}{ev.gpu_fit.reason}")
     out.append(f"  Compute  {ev.compute.verdict.upper():<10}{ev.compute.reason}")
     for extra in ev.compute.reasons[1:]:
         out.append(f"  {'':<19}{extra}")
@@ -331,7 +333,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     else:
         # Workload names come from the command line, plan files and model servers: no raw controls out.
         sys.stdout.write(visible_lines(render(ev, verbose=getattr(args, "verbose", False))))
-    verdict = ev.fit.mid_verdict if getattr(args, "optimistic", False) else ev.fit.verdict
+    verdict = ev.mid_verdict if getattr(args, "optimistic", False) else ev.verdict
     return EXIT_CODES[verdict]
 
 

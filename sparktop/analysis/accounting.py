@@ -13,6 +13,8 @@ from sparktop.model import (
     Accounting,
     Consumer,
     ContainerInfo,
+    GpuMemoryAccount,
+    GpuMemoryShare,
     GpuReport,
     HostMemory,
     ProcessInfo,
@@ -60,47 +62,54 @@ def account(
         if proc.container_id:
             rss_by_container[proc.container_id] = rss_by_container.get(proc.container_id, 0) + proc.rss
 
+    def device_gpu(nbytes: int) -> int:
+        return 0 if gpu_in_pool else nbytes
+
+    owner_of_pid: dict[int, Consumer] = {}  # for the discrete GPUs' own accounts
     for container in containers:
         gpu_bytes = sum(gpu_by_pid.get(pid, 0) for pid in container.pids)
         cpu = container.memory.working_set if container.memory else rss_by_container.get(container.id, 0)
-        consumers.append(
-            Consumer(
-                key=f"container:{container.id}",
-                label=container.label,
-                kind="container",
-                cpu_bytes=cpu,
-                gpu_bytes=pool_gpu(gpu_bytes),
-            )
+        consumer = Consumer(
+            key=f"container:{container.id}",
+            label=container.label,
+            kind="container",
+            cpu_bytes=cpu,
+            gpu_bytes=pool_gpu(gpu_bytes),
+            device_gpu_bytes=device_gpu(gpu_bytes),
         )
+        consumers.append(consumer)
+        owner_of_pid.update(dict.fromkeys(container.pids, consumer))
 
     container_ids = {c.id for c in containers}
     host = [p for p in processes if not p.container_id or p.container_id not in container_ids]
-    host_sized = sorted(
-        host,
-        key=lambda p: _process_cpu_bytes(p) + pool_gpu(gpu_by_pid.get(p.pid, 0)),
-        reverse=True,
-    )
+    # Sized by all they hold, GPU memory included: on a discrete GPU too, the process holding 10 GB of it
+    # is named rather than lost in "other host processes".
+    host_sized = sorted(host, key=lambda p: _process_cpu_bytes(p) + gpu_by_pid.get(p.pid, 0), reverse=True)
     for proc in host_sized[:top_processes]:
-        consumers.append(
-            Consumer(
-                key=process_key(proc),
-                label=f"{proc.name} ({proc.pid})",
-                kind="process",
-                cpu_bytes=_process_cpu_bytes(proc),
-                gpu_bytes=pool_gpu(gpu_by_pid.get(proc.pid, 0)),
-            )
+        nbytes = gpu_by_pid.get(proc.pid, 0)
+        consumer = Consumer(
+            key=process_key(proc),
+            label=f"{proc.name} ({proc.pid})",
+            kind="process",
+            cpu_bytes=_process_cpu_bytes(proc),
+            gpu_bytes=pool_gpu(nbytes),
+            device_gpu_bytes=device_gpu(nbytes),
         )
+        consumers.append(consumer)
+        owner_of_pid[proc.pid] = consumer
     rest = host_sized[top_processes:]
     if rest:
-        consumers.append(
-            Consumer(
-                key="host-other",
-                label=f"other host processes ({len(rest)})",
-                kind="host-other",
-                cpu_bytes=sum(_process_cpu_bytes(p) for p in rest),
-                gpu_bytes=pool_gpu(sum(gpu_by_pid.get(p.pid, 0) for p in rest)),
-            )
+        rest_gpu = sum(gpu_by_pid.get(p.pid, 0) for p in rest)
+        consumer = Consumer(
+            key="host-other",
+            label=f"other host processes ({len(rest)})",
+            kind="host-other",
+            cpu_bytes=sum(_process_cpu_bytes(p) for p in rest),
+            gpu_bytes=pool_gpu(rest_gpu),
+            device_gpu_bytes=device_gpu(rest_gpu),
         )
+        consumers.append(consumer)
+        owner_of_pid.update((p.pid, consumer) for p in rest)
 
     # NVML PIDs we cannot see in /proc (another PID namespace, or gone since) still hold memory.
     unexplained_gpu = sum(n for pid, n in gpu_by_pid.items() if pid not in known_pids)
@@ -123,7 +132,41 @@ def account(
         unattributed=used - attributed,
         gpu_outside_pool=0 if gpu_in_pool else gpu_total,
         overcount_removed=overcount,
+        gpu_memory=[] if gpu_in_pool else _device_accounts(gpu, owner_of_pid),
     )
+
+
+def _device_accounts(gpu: GpuReport, owner_of_pid: dict[int, Consumer]) -> list[GpuMemoryAccount]:
+    """Each discrete GPU's own memory by consumer (the same keys as in the host pool, so a view can draw
+    both bars in the same colours). A GPU whose memory NVML does not report is left out."""
+    accounts = []
+    for state in gpu.gpus:
+        if state.unified_memory or state.memory_total is None:
+            continue
+        by_key: dict[str, GpuMemoryShare] = {}
+        for proc in state.processes:
+            if not proc.used_bytes:
+                continue
+            owner = owner_of_pid.get(proc.pid)
+            if owner is not None:
+                key, label, kind = owner.key, owner.label, owner.kind
+            else:  # another PID namespace, or gone since NVML listed it
+                key, label, kind = "gpu-unexplained", "processes not seen in /proc", "gpu-unexplained"
+            share = by_key.setdefault(key, GpuMemoryShare(key=key, label=label, kind=kind, nbytes=0))
+            share.nbytes += proc.used_bytes
+        shares = sorted(by_key.values(), key=lambda s: s.nbytes, reverse=True)
+        used = state.memory_used if state.memory_used is not None else sum(s.nbytes for s in shares)
+        accounts.append(
+            GpuMemoryAccount(
+                index=state.index,
+                name=state.name,
+                total=state.memory_total,
+                used=used,
+                shares=shares,
+                other=max(0, used - sum(s.nbytes for s in shares)),
+            )
+        )
+    return accounts
 
 
 def fill_accounting(snapshot: Snapshot) -> Snapshot:

@@ -89,6 +89,21 @@ def plan_lines(pool: float, safe: float | None = None, aggressive: float | None 
     return Lines(own_safe or default.safe, own_aggressive or default.aggressive, pool)
 
 
+# A discrete GPU's memory is its own pool: going over it fails the allocation (no machine freeze), but the
+# caching allocator's growth and fragmentation need room, so the lines sit below it.
+DEVICE_SAFE_SHARE = 0.85
+DEVICE_AGGRESSIVE_SHARE = 0.95
+
+
+def device_lines(device_memory: float) -> Lines:
+    return Lines(DEVICE_SAFE_SHARE * device_memory, DEVICE_AGGRESSIVE_SHARE * device_memory, device_memory)
+
+
+def worse(a: str, b: str) -> str:
+    """The more severe of two fit verdicts."""
+    return a if FIT_VERDICTS.index(a) >= FIT_VERDICTS.index(b) else b
+
+
 @dataclass
 class FitVerdict:
     """The verdict goes by the honest side of the estimates, the high one: an underestimate freezes a Spark.
@@ -232,10 +247,24 @@ class ComputeVerdict:
 
 
 def compute_verdict(
-    loads: Sequence[GpuLoad], sm_count: int | None = None, bandwidth: float = BANDWIDTH
+    loads: Sequence[GpuLoad],
+    sm_count: int | None = None,
+    bandwidth: float = BANDWIDTH,
+    has_gpu: bool = True,
+    no_gpu_reason: str = "",
 ) -> ComputeVerdict:
     sms = sm_count or DEFAULT_SM_COUNT
     active = [g for g in loads if g.gpu_use != "none" and g.duty > 0]
+    if not has_gpu:
+        why = f" ({no_gpu_reason})" if no_gpu_reason else ""
+        if active:
+            reason = (
+                f"no GPU on this machine{why}: {_names([g.name for g in active])} would have none to run on "
+                "here; plan for a Spark on a clean machine (--clean, or b in the What-if tab)"
+            )
+            return ComputeVerdict(verdict=CAREFUL, reason=reason, reasons=[reason])
+        reason = f"no GPU on this machine{why}; nothing in the plan needs one"
+        return ComputeVerdict(verdict=OK, reason=reason, reasons=[reason])
     groups: dict[str, _Group] = {}
     for load in active:
         groups.setdefault(load.group, _Group(load.group, [])).loads.append(load)

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from sparktop.cluster.http import FetchError, base_url, fetch
 from sparktop.cluster.model import ConsumerLine, CreepLine, GpuLine, NodeStatus, NodeView
+from sparktop.collect.control import ContainerController
 from sparktop.exporter.state import NodeState, SamplingLoop, stale_after_s
 from sparktop.model import SNAPSHOT_VERSION, Snapshot
 
@@ -39,6 +40,8 @@ class ExporterSource:
         self.timeout = timeout
         self.age_s: float | None = None
         self.interval_s: float | None = None
+        self.safe_bytes: int | None = None  # the node's own lines, when its exporter says them
+        self.max_bytes: int | None = None
         self.last_timestamp: float | None = None
 
     def sample(self) -> Snapshot:
@@ -70,12 +73,27 @@ class ExporterSource:
             ) from exc
         self.age_s = _float(reply.headers.get("X-Sparktop-Age-Seconds"))
         self.interval_s = _float(reply.headers.get("X-Sparktop-Interval"))
+        self.safe_bytes = _int(reply.headers.get("X-Sparktop-Safe-Bytes"))
+        self.max_bytes = _int(reply.headers.get("X-Sparktop-Aggressive-Bytes"))
         self.last_timestamp = snapshot.timestamp
         self.name = snapshot.source
         return snapshot
 
+    def controller(self) -> ContainerController | None:
+        """Docker on this machine, for a live exporter on this machine whose sessions may act; else None."""
+        if not (self.local_actions and self.name == "live"):
+            return None
+        from sparktop.collect.docker import DockerController
+
+        return DockerController()
+
     def close(self) -> None:
         pass
+
+
+def _int(text: str | None) -> int | None:
+    value = _float(text)
+    return int(value) if value is not None and value > 0 else None
 
 
 def _float(text: str | None) -> float | None:
@@ -104,12 +122,16 @@ class _Node:
         self.source = ExporterSource(address)
         # The node's own analysis (history, pressure, creep), fed from its snapshots instead of a machine.
         self.loop = SamplingLoop(self.source, 1.0, safe_bytes, max_bytes)
+        self.default_lines = (safe_bytes, max_bytes)
 
     def poll(self) -> NodeView:
         try:
             snapshot = self.source.sample()
         except NodeProblem as problem:
             return NodeView(name=self.address, status=problem.status, reason=problem.reason)
+        # The node is judged against its own lines (its config), the viewer's when it does not say.
+        self.loop.safe_bytes = self.source.safe_bytes or self.default_lines[0]
+        self.loop.max_bytes = self.source.max_bytes or self.default_lines[1]
         latest = self.loop.latest
         # The same snapshot served twice is not a new tick: history and creep must not count it again.
         if latest is None or snapshot.timestamp != latest.snapshot.timestamp:

@@ -22,12 +22,9 @@ def controller_for(source: SnapshotSource) -> ContainerController | None:
         from sparktop.collect.docker import DockerController
 
         return DockerController(base_url=_discovery_url(source))
-    if getattr(source, "local_actions", False) and source.name == "live":
-        # A dashboard reading this machine's own exporter (`sparktop web --allow-actions`).
-        from sparktop.collect.docker import DockerController
-
-        return DockerController()
-    return None
+    # Any other source that can act says so itself (this machine's exporter, `sparktop web --allow-actions`).
+    make = getattr(source, "controller", None)
+    return make() if callable(make) else None
 
 
 def no_controller_reason(source: SnapshotSource) -> str:

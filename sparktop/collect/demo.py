@@ -52,6 +52,8 @@ DEMO_SCENARIOS: dict[str, str] = {
     "critical": "near exhaustion: under 5 % available, memory pressure (PSI) high and sustained",
     "everything": "scenario G: training + Omni + Chatterbox + llama3.1:70b + Devstral (~120 GB)",
     "idle": "nothing loaded: desktop, Docker and SSH only",
+    "discrete": "not a Spark: a workstation with a discrete H100 (80 GB of its own memory), the audio "
+    "pipeline, llama3.1:8b and a training run on the GPU",
     "servers": "model servers: one Ollama holding three models, a vLLM server that reserved 30 %, whisper",
 }
 
@@ -59,9 +61,14 @@ DEMO_SCENARIOS: dict[str, str] = {
 MEM_TOTAL = 127_612_108 * 1024  # MemTotal of a Spark: ~121.7 GiB of the 128 GB pool is visible to Linux
 CPU_COUNT = 20
 GPU_NAME = "NVIDIA GB10"
+# The "discrete" scenario's GPU: an H100 as NVML reports it (81,559 MiB total; ~0.5 GiB kept by the driver).
+DISCRETE_GPU_NAME = "NVIDIA H100 80GB HBM3"
+DISCRETE_GPU_MEMORY = 81_559 * MIB
+DISCRETE_GPU_RESERVED = 530 * MIB
 DRIVER_VERSION = "580.95.05"
 SM_COUNT = 48
 HOSTNAME = "spark-demo"
+DISCRETE_HOSTNAME = "h100-demo"
 STOP_DELAY_S = 2.0  # how long a well-behaved container takes to exit after SIGTERM
 
 # What NVML cannot tell on GB10 (see reference/gb10-telemetry.md): the same reasons the live collector gives.
@@ -416,6 +423,8 @@ class _Scenario:
     host_cache: int  # page cache that belongs to no container (reclaimable, so part of MemAvailable)
     kernel: int  # kernel, driver and page tables: used, yet nobody's (the "unattributed" share)
     desktop: bool = True  # a GNOME session holds a little GPU memory (Xorg, gnome-shell)
+    # A discrete GPU (an H100) with memory of its own: GPU allocations do not come out of the host pool.
+    discrete: bool = False
 
 
 _SCENARIOS: dict[str, _Scenario] = {
@@ -451,6 +460,12 @@ _SCENARIOS: dict[str, _Scenario] = {
         kernel=_gb(3.3),
     ),
     "idle": _Scenario((), host_cache=_gb(4.0), kernel=_gb(2.1)),
+    "discrete": _Scenario(
+        (_WHISPER, _OLLAMA_8B, _F5, _training(creep=False, ignores_sigterm=False)),
+        host_cache=_gb(8.0),
+        kernel=_gb(2.2),
+        discrete=True,
+    ),
     "servers": _Scenario((_WHISPER, _OLLAMA_MULTI, _VLLM), host_cache=_gb(12.0), kernel=_gb(2.8)),
 }
 assert set(_SCENARIOS) == set(DEMO_SCENARIOS)
@@ -734,7 +749,7 @@ class DemoSource:
             rss = h.rss + int(h.rss * rng.uniform(-0.01, 0.01))
             cpu = round(max(0.0, h.cpu * rng.uniform(0.5, 1.5)), 1)
             host_cpu += cpu
-            used += rss + h.gpu
+            used += rss + self._pool_gpu(h.gpu)
             processes.append(
                 ProcessInfo(
                     pid=h.pid,
@@ -830,7 +845,7 @@ class DemoSource:
                     full=self._psi_full.line(0.8 if spec.creep_gpu or spec.activity == "steady" else 0.5),
                 ),
             )
-            used += working_set + gpu_total
+            used += working_set + self._pool_gpu(gpu_total)
             containers.append(
                 ContainerInfo(
                     id=c.id,
@@ -896,7 +911,7 @@ class DemoSource:
         return Snapshot(
             timestamp=t,
             source="demo",
-            hostname=HOSTNAME,
+            hostname=DISCRETE_HOSTNAME if self._spec.discrete else HOSTNAME,
             memory=memory,
             gpu=gpu_report,
             processes=processes,
@@ -979,6 +994,10 @@ class DemoSource:
             return max(0.0, min(100.0, rng.gauss(spec.busy_util, 3.0)))
         return rng.choice((0.0, 0.0, 0.0, 1.0))
 
+    def _pool_gpu(self, nbytes: int) -> int:
+        """GPU memory drawn from the host pool: all of it on a Spark, none on a discrete GPU."""
+        return 0 if self._spec.discrete else nbytes
+
     def _gpu_state(self, t: float, util: float, procs: list[GpuProcess]) -> GpuState:
         rng = self._rng
         util = round(util)
@@ -996,6 +1015,27 @@ class DemoSource:
             clock, pstate = 1_530, 2
         else:
             clock, pstate = 208, 8
+        if self._spec.discrete:
+            held = sum(p.used_bytes or 0 for p in procs)
+            return GpuState(
+                index=0,
+                name=DISCRETE_GPU_NAME,
+                uuid=self._gpu_uuid,
+                utilization_pct=float(util),
+                sm_clock_mhz=1980 if util > 5 else 345,
+                temperature_c=float(round(self._temp)),
+                power_w=round(70 + 6 * util, 2),
+                pstate=0 if util > 5 else 8,
+                energy_j=round(self._energy, 3),
+                sm_count=132,
+                compute_capability="9.0",
+                addressing_mode="HMM",
+                unified_memory=False,
+                memory_total=DISCRETE_GPU_MEMORY,
+                # what the driver keeps for itself shows in NVML's "used" but in no process
+                memory_used=min(DISCRETE_GPU_MEMORY, held + DISCRETE_GPU_RESERVED),
+                processes=sorted(procs, key=lambda p: p.pid),
+            )
         return GpuState(
             index=0,
             name=GPU_NAME,

@@ -89,6 +89,8 @@ class ExporterApp:
         headers = [
             ("X-Sparktop-Age-Seconds", f"{age:.3f}"),
             ("X-Sparktop-Interval", f"{self.loop.interval:g}"),
+            ("X-Sparktop-Safe-Bytes", str(state.safe_bytes)),  # the node's own lines, for the cluster view
+            ("X-Sparktop-Aggressive-Bytes", str(state.max_bytes)),
         ]
         return _reply(start_response, "200 OK", state.snapshot_json(), "application/json", extra=headers)
 
@@ -97,7 +99,7 @@ class ExporterApp:
         age = loop.age_s()
         stale = age is None or age > stale_after_s(loop.interval)
         report = {
-            "status": "ok" if not stale else ("ended" if loop.ended else "stale"),
+            "status": "ended" if loop.ended else ("stale" if stale else "ok"),
             "version": __version__,
             "source": getattr(loop.source, "name", type(loop.source).__name__),
             "interval_s": loop.interval,

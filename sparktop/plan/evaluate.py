@@ -17,6 +17,8 @@ from sparktop.analysis.estimate import (
 )
 from sparktop.analysis.verdict import (
     DEFAULT_SM_COUNT,
+    DEVICE_AGGRESSIVE_SHARE,
+    DEVICE_SAFE_SHARE,
     HEAVY_BYTES_PER_TOKEN,
     SPARK_POOL,
     ComputeVerdict,
@@ -24,10 +26,13 @@ from sparktop.analysis.verdict import (
     GpuLoad,
     Lines,
     compute_verdict,
+    device_lines,
     fit_verdict,
     plan_lines,
+    worse,
 )
 from sparktop.catalog.loader import Catalog
+from sparktop.plan.live_gpu import DeviceMemory, device_memory, has_gpu, running_gpu_loads
 from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
 
 if TYPE_CHECKING:
@@ -46,6 +51,10 @@ class Baseline:
     source: str = "clean"  # "clean" | "live"
     sm_count: int = DEFAULT_SM_COUNT
     description: str = "clean machine: Linux + Docker daemon only"
+    gpu: bool = True  # the machine has a GPU (a clean machine is a Spark)
+    gpu_reason: str = ""  # why there is none (NVML's word)
+    running: tuple[GpuLoad, ...] = ()  # GPU work running now: it joins the compute verdict
+    device: DeviceMemory | None = None  # a discrete GPU's own memory; None on a unified pool
 
     @classmethod
     def clean(cls, pool: float = SPARK_POOL, sm_count: int = DEFAULT_SM_COUNT) -> Baseline:
@@ -62,6 +71,10 @@ class Baseline:
             sm_count=sm or DEFAULT_SM_COUNT,
             description=f"live: {fmt_gb(mem.used)} in use now (MemTotal - MemAvailable) on "
             f"{snap.hostname or 'this machine'}",
+            gpu=has_gpu(snap),
+            gpu_reason=(snap.gpu.reason or "") if snap.gpu else "",
+            running=running_gpu_loads(snap),
+            device=device_memory(snap),
         )
 
 
@@ -109,6 +122,28 @@ class ItemResult:
         return out
 
 
+def _fit_dict(fit: FitVerdict) -> dict[str, Any]:
+    return {
+        "reason": fit.reason,
+        "culprit": fit.culprit,
+        "line_crossed": fit.line_crossed,
+        "excess_gb": round(max(0.0, fit.excess) / GB, 2),
+        "enough_to_drop": fit.enough_to_drop,
+        "mid_verdict": fit.mid_verdict,
+        "high_verdict": fit.high_verdict,
+        "headline": fit.headline,
+    }
+
+
+def _lines_dict(lines: Lines) -> dict[str, Any]:
+    return {
+        "safe": round(lines.safe / GB, 2),
+        "aggressive": round(lines.aggressive / GB, 2),
+        "pool": round(lines.pool / GB, 2),
+        "scaled": lines.scaled,
+    }
+
+
 def _range_dict(t: tuple[float, float, float]) -> dict[str, float]:
     return {"low": t[0], "mid": t[1], "high": t[2]}
 
@@ -121,6 +156,18 @@ class Evaluation:
     fit: FitVerdict
     compute: ComputeVerdict
     notes: list[str] = field(default_factory=list)  # warnings and assumptions beyond the two verdicts
+    gpu_fit: FitVerdict | None = None  # a discrete GPU: its own memory against the GPU side of the plan
+
+    @property
+    def verdict(self) -> str:
+        """The memory verdict the launch guard goes by: the pool's, or the worse of RAM and GPU memory."""
+        return worse(self.fit.verdict, self.gpu_fit.verdict) if self.gpu_fit else self.fit.verdict
+
+    @property
+    def mid_verdict(self) -> str:
+        if self.gpu_fit is None:
+            return self.fit.mid_verdict
+        return worse(self.fit.mid_verdict, self.gpu_fit.mid_verdict)
 
     @property
     def total(self) -> Range:
@@ -153,7 +200,13 @@ class Evaluation:
     @property
     def reasons(self) -> list[str]:
         """Every reason in a sentence: the fit, the compute verdict's reasons, then the notes."""
-        return [f"memory: {self.fit.reason}", *(f"compute: {r}" for r in self.compute.reasons), *self.notes]
+        gpu = [f"GPU memory: {self.gpu_fit.reason}"] if self.gpu_fit else []
+        return [
+            f"memory: {self.fit.reason}",
+            *gpu,
+            *(f"compute: {r}" for r in self.compute.reasons),
+            *self.notes,
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         fit = self.fit
@@ -175,17 +228,17 @@ class Evaluation:
             },
             "items": [i.to_dict() for i in self.items],
             "total_gb": self.total.in_gb(),
-            "fit": fit.verdict,
-            "fit_detail": {
-                "reason": fit.reason,
-                "culprit": fit.culprit,
-                "line_crossed": fit.line_crossed,
-                "excess_gb": round(max(0.0, fit.excess) / GB, 2),
-                "enough_to_drop": fit.enough_to_drop,
-                "mid_verdict": fit.mid_verdict,
-                "high_verdict": fit.high_verdict,
-                "headline": fit.headline,
-            },
+            "fit": self.verdict,
+            "fit_detail": _fit_dict(fit),
+            "gpu_fit": (
+                {
+                    **_fit_dict(self.gpu_fit),
+                    "verdict": self.gpu_fit.verdict,
+                    "lines_gb": _lines_dict(self.gpu_fit.lines),
+                }
+                if self.gpu_fit
+                else None
+            ),
             "compute": self.compute.verdict,
             "compute_detail": {
                 "reason": self.compute.reason,
@@ -301,14 +354,33 @@ def evaluate(
         ollama_default |= w.engine == "ollama" and w.model is not None and not context_set
         items.append(result)
 
-    compute = compute_verdict([_load(r.workload, r.estimate, r.name) for r in items], baseline.sm_count)
+    loads = [_load(r.workload, r.estimate, r.name) for r in items]
+    compute = compute_verdict(
+        [*baseline.running, *loads],
+        baseline.sm_count,
+        has_gpu=baseline.gpu,
+        no_gpu_reason=baseline.gpu_reason,
+    )
     for r in items:
         r.slowdown = compute.slowdown.get(r.name)
         r.overlap = compute.overlap.get(r.name)
         r.decode_shared = compute.decode_shared.get(r.name)
 
-    fit = fit_verdict(baseline.used, [(r.name, r.total) for r in items], lines)
+    gpu_fit = None
     notes: list[str] = []
+    if baseline.device is not None:
+        # A discrete GPU: the GPU side of each workload against the GPU's own memory, the rest against RAM.
+        fit = fit_verdict(baseline.used, [(r.name, r.estimate.side_total("host")) for r in items], lines)
+        gpu_lines = device_lines(baseline.device.total)
+        gpu_used = Range.exact(baseline.device.used)
+        gpu_fit = fit_verdict(gpu_used, [(r.name, r.estimate.side_total("gpu")) for r in items], gpu_lines)
+        notes.append(
+            f"discrete GPU ({baseline.device.name}, {fmt_gb(baseline.device.total)}): GPU-side memory is "
+            f"planned against it (lines at {DEVICE_SAFE_SHARE:.0%} / {DEVICE_AGGRESSIVE_SHARE:.0%}), "
+            "the host side against RAM"
+        )
+    else:
+        fit = fit_verdict(baseline.used, [(r.name, r.total) for r in items], lines)
     if lines.scaled:
         notes.append(
             f"this machine's pool is {fmt_gb(lines.pool)}: the safe and aggressive lines are "
@@ -322,4 +394,6 @@ def evaluate(
             f"defaults to {OLLAMA_AUTO_CONTEXT} on a Spark (48 GiB or more of GPU memory) unless "
             f"OLLAMA_CONTEXT_LENGTH or num_ctx is set: check `ollama ps`, and set context to what it shows"
         )
-    return Evaluation(baseline=baseline, items=items, lines=lines, fit=fit, compute=compute, notes=notes)
+    return Evaluation(
+        baseline=baseline, items=items, lines=lines, fit=fit, compute=compute, notes=notes, gpu_fit=gpu_fit
+    )

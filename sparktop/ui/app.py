@@ -38,6 +38,7 @@ from sparktop.analysis.trend import CreepAlert, collecting_s, detect_creep, rate
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.format import fmt_size
+from sparktop.machine import machine_label
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH, terminal_gone
 from sparktop.text import visible, visible_lines
@@ -47,6 +48,7 @@ from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.consumer_summary import ConsumerSummary
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
+from sparktop.ui.widgets.gpu_memory_bar import GpuMemoryBar
 from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.history_chart import HistoryChart
 from sparktop.ui.widgets.models_panel import ModelsPanel
@@ -207,6 +209,7 @@ class SparktopApp(App[None]):
         with TabbedContent(initial="dashboard", id="tabs"):
             with TabPane("Dashboard", id="dashboard"):
                 yield BudgetBar(id="bar")
+                yield GpuMemoryBar(id="gpu-bar")
                 yield CreepAlerts(id="creep")
                 with Horizontal(id="panels"):
                     with Vertical(id="gauges"):
@@ -424,6 +427,8 @@ class SparktopApp(App[None]):
         bar = self.query_one(BudgetBar)
         # A model server's slice is split into one segment per loaded model (the rest stays the server's).
         bar.show(split_models(snapshot) or accounting, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
+        colors = {seg.key: seg.color for seg in bar.segments}
+        self.query_one(GpuMemoryBar).show(accounting.gpu_memory, colors, units, palette)
         self.query_one(WhatIfPane).refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
@@ -523,6 +528,7 @@ class SparktopApp(App[None]):
             snapshot=self.latest,
             source=source,
             modes=modes,
+            machine=machine_label(self.latest.gpu) if self.latest is not None else None,
             interval=self.interval,
             paused=self.paused,
             stale=self.stale_reason or (self.end_message if self.source_ended else None),

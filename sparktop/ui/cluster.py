@@ -159,6 +159,12 @@ class NodeCard(Static, can_focus=True):
         width = (self.content_size.width or 34) if self.is_mounted else 34
         self.update(card_text(node, width, units, palette))
 
+    def on_resize(self) -> None:
+        # The bar fills the card's width, known only after layout.
+        app = self.app
+        if isinstance(app, ClusterApp):
+            self.show(self.node, app.config.units, app.palette)
+
     def on_click(self) -> None:
         self.focus()
         self.post_message(self.Chosen(self))

@@ -478,7 +478,7 @@ class StopActions:
             key = f"container:{container.id}"
             consumer = next((c for c in snapshot.accounting.consumers if c.key == key), None)
             if consumer is not None:
-                cpu, gpu = consumer.cpu_bytes, consumer.gpu_bytes
+                cpu, gpu = consumer.cpu_bytes, consumer.gpu_bytes + consumer.device_gpu_bytes
         if snapshot is not None and not snapshot.gpu.available:
             gpu = None  # no GPU: "—", not a measured-looking 0
         return Target(

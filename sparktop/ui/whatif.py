@@ -427,6 +427,8 @@ class WhatIfPane(Vertical):
             return
         # Workload names and reasons quote plan files and model names: `$text` variables, never markup.
         lines = [_verdict_line("Memory", ev.fit.verdict, ev.fit.reason)]
+        if ev.gpu_fit is not None:  # a discrete GPU: its own memory
+            lines.append(_verdict_line("GPU mem", ev.gpu_fit.verdict, ev.gpu_fit.reason))
         compute_reasons = ev.compute.reasons or [ev.compute.reason]
         lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
         lines += [Content(f"{'':9}{extra}") for extra in compute_reasons[1:]]

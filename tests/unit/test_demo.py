@@ -93,7 +93,7 @@ def test_every_scenario_is_consistent(scenario: str):
         assert set(gpu_pids) <= set(pids)
 
 
-@pytest.mark.parametrize("scenario", list(DEMO_SCENARIOS))
+@pytest.mark.parametrize("scenario", [s for s in DEMO_SCENARIOS if s != "discrete"])  # that one: an H100
 def test_gpu_looks_like_gb10(scenario: str):
     for snapshot in run(DemoSource(scenario), 20):
         assert snapshot.gpu.available and snapshot.gpu.unified_memory

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
@@ -274,3 +276,35 @@ def test_scrape_flood_leaves_the_tick_alone() -> None:
     assert len(ticks) >= int(elapsed / interval) - 1, (len(ticks), elapsed)
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert max(gaps) < interval + 0.35, f"a tick came {max(gaps):.2f} s after the one before"
+
+
+def test_serve_plays_a_recording(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    assert main(["record", str(path), "--demo", "--interval", "0.05", "--duration", "0.3"]) == 0
+    recorded = [Snapshot.model_validate_json(line) for line in path.read_text().splitlines()]
+    exporter = start_exporter("--replay", str(path), "--interval", "0.1")
+    try:
+        deadline = time.monotonic() + 10
+        health: dict = {}
+        while time.monotonic() < deadline:
+            health = json.loads(get(f"{exporter.url}/healthz")[2])
+            if health["status"] == "ended":
+                break
+            time.sleep(0.1)
+        assert health["status"] == "ended" and health["source"] == "replay"
+        served = Snapshot.model_validate_json(get(f"{exporter.url}/snapshot.json")[2])
+        assert served.source == "replay" and served.timestamp == recorded[-1].timestamp
+        got = _samples(get(f"{exporter.url}/metrics")[2].decode())
+        assert _one(got, "sparktop_pool_used_bytes") == recorded[-1].memory.used
+    finally:
+        exporter.stop()
+
+
+def test_web_port_in_use_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["web", "--demo", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot listen on 127.0.0.1:{port}" in err[0] and "in use" in err[0]

@@ -77,6 +77,10 @@ On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side 
 A host process counts its **PSS** (shared pages split between their users), re-read every few seconds; while
 its RSS has moved since that read, the fresh **RSS** is counted instead and the PSS cell is dim.
 
+On a machine with a **discrete GPU** (an H100, an RTX card; the header says *discrete GPU*), GPU memory is
+the GPU's own, not the pool's: a second bar under the pool's shows it, each holder in the same colour as in
+the pool bar, with *other* (what the driver counts as used that no listed process explains) and *free*.
+
 A model server (Ollama, vLLM, SGLang, llama.cpp) is split into **one segment per loaded model**, next to
 the server's own remainder. **CUDA free** (under *available*) is what a CUDA program is told is free: on GB10
 the page cache counts as used there, and vLLM refuses to start when its `gpu_memory_utilization` asks for

@@ -31,16 +31,20 @@ class StatusLine(Widget):
         modes: list[str] | None = None,
         hidden_rows: int = 0,
         source_problems: Sequence[str] = (),
+        machine: str | None = None,
     ) -> None:
         """`modes`: "demo", "replay", "read-only": each a badge, so simulated or recorded data and disabled
         actions are never taken for the live machine. `source_problems`: what the source found wrong so far
-        (bad lines of a recording): the last one stays visible, not only on the tick whose snapshot had it."""
+        (bad lines of a recording): the last one stays visible, not only on the tick whose snapshot had it.
+        `machine`: what kind of machine it is (unified memory, discrete GPU, no GPU)."""
         text = Text.assemble(("sparktop", "bold"))
         for mode in modes or ():
             text.append(" ")
             text.append(f" {mode.upper()} ", style="bold reverse")
         if snapshot is not None and snapshot.hostname:
             text.append(f" · {snapshot.hostname}")
+        if machine:  # unified memory (a Spark), discrete GPU or no GPU: how to read the bars
+            text.append(f" · {machine}")
         if source not in (modes or ()):
             text.append(f" · {source}", style="dim")
         if snapshot is not None:

@@ -129,7 +129,9 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
         consumer = consumers.get(key)
         cpu = consumer.cpu_bytes if consumer else (mem.working_set if mem else None)
         # Without a GPU there is no GPU figure: "—", as on the processes tab, not a measured-looking 0.
-        gpu = (consumer.gpu_bytes if consumer else c.gpu_bytes) if snapshot.gpu.available else None
+        # On a discrete GPU the container's GPU memory is its own (device_gpu_bytes), not the pool's.
+        held = consumer.gpu_bytes + consumer.device_gpu_bytes if consumer else c.gpu_bytes
+        gpu = held if snapshot.gpu.available else None
         # A container of an engine sparktop is not connected to: seen, not stoppable; the row says whose.
         engine = foreign_engine(c, snapshot.docker) if snapshot.source == "live" else None
         values = {

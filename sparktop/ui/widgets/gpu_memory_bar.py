@@ -1,0 +1,88 @@
+"""A discrete GPU's own memory as a bar of its own, next to the host pool's: who holds it (the same colours
+as in the pool bar), what NVML counts as used that no listed process explains, and what is free. Hidden on a
+unified-memory machine (a DGX Spark), where GPU memory is part of the pool bar."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from sparktop.format import fmt_bytes, fmt_size
+from sparktop.model import GpuMemoryAccount
+from sparktop.ui.themes import Palette
+from sparktop.ui.widgets.budget_bar import Segment, _columns, _ink, _segment_text, _wrap
+
+
+class GpuMemoryBar(Widget):
+    """Call `show(accounts, colors, units, palette)` each tick; `colors`: the pool bar's colour by key."""
+
+    DEFAULT_CSS = """
+    GpuMemoryBar { height: auto; margin: 0 1; display: none; }
+    GpuMemoryBar.-show { display: block; }
+    """
+
+    LEGEND_LINES = 1
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._data: tuple[list[GpuMemoryAccount], dict[str, str], str, Palette] | None = None
+        self.segments: dict[int, list[Segment]] = {}  # GPU index -> its segments, for tests and colours
+
+    def show(
+        self, accounts: list[GpuMemoryAccount], colors: dict[str, str], units: str, palette: Palette
+    ) -> None:
+        self.set_class(bool(accounts), "-show")
+        self._data = (accounts, colors, units, palette)
+        self.segments = {a.index: _segments(a, colors, palette) for a in accounts}
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        if self._data is None or not self._data[0]:
+            return Text("")
+        accounts, _colors, units, _palette = self._data
+        width = max(20, self.size.width or 80)
+        lines: list[Text] = []
+        for account in accounts:
+            segments = self.segments[account.index]
+            pct = account.used / account.total * 100 if account.total else 0.0
+            title = Text.assemble(
+                (f"GPU {account.index} memory ", "bold"),
+                (f"{fmt_size(account.used, units)} used of {fmt_size(account.total, units)}", "bold"),
+                f" ({pct:.0f} %)",
+            )
+            note = f"  {account.name}: its own memory, apart from the pool"
+            if title.cell_len + len(note) <= width:
+                title.append(note, style="dim")
+            lines.append(title)
+            lines.append(_bar(segments, account.total, width))
+            items = [
+                Text.assemble(("■ ", seg.color), (seg.label, "bold"), f" {fmt_bytes(seg.nbytes, units)}")
+                for seg in segments
+            ]
+            lines.extend(_wrap(items, width)[: self.LEGEND_LINES + 1])
+        text = Text("\n").join(lines)
+        text.no_wrap = True
+        text.overflow = "ellipsis"
+        return text
+
+
+def _segments(account: GpuMemoryAccount, colors: dict[str, str], palette: Palette) -> list[Segment]:
+    out = []
+    for i, share in enumerate(account.shares):
+        fallback = palette.segments[i % len(palette.segments)]
+        if share.kind == "gpu-unexplained":
+            fallback = palette.gpu_unexplained
+        color = colors.get(share.key) or fallback
+        out.append(Segment(share.key, share.label, share.nbytes, color, share.nbytes))
+    if account.other:
+        out.append(Segment("gpu-other", "other (driver, unlisted)", account.other, palette.unattributed))
+    out.append(Segment("gpu-free", "free", account.free, palette.free))
+    return out
+
+
+def _bar(segments: list[Segment], total: int, width: int) -> Text:
+    text = Text()
+    for seg, cols in zip(segments, _columns(segments, total, width), strict=True):
+        if cols:
+            text.append(_segment_text(seg.label, 0, cols, {}), style=f"{_ink(seg.color)} on {seg.color}")
+    return text

@@ -1,0 +1,107 @@
+"""The cluster view on two real exporters (in-process HTTP servers over demo sources): cards side by side,
+keyboard navigation, a node's read-only detail, and the What-if planner on the chosen node's baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sparktop.cluster.exporters import ExporterNodes, ExporterSource
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.docker import DockerController
+from sparktop.exporter.server import ExporterServer
+from sparktop.exporter.state import SamplingLoop
+from sparktop.model import GB
+from sparktop.ui.cluster import ClusterApp, NodeCard, NodeDetailScreen, NodeWhatIfScreen
+from sparktop.ui.whatif import WhatIfPane
+from sparktop.ui.widgets.budget_bar import BudgetBar
+
+
+@pytest.fixture
+def two_nodes() -> Iterator[list[tuple[SamplingLoop, ExporterServer]]]:
+    nodes = []
+    for scenario, seed in (("default", 1), ("training", 2)):
+        loop = SamplingLoop(DemoSource(scenario, seed=seed), 1.0, 80 * GB, 100 * GB)
+        loop.step()
+        server = ExporterServer(loop, "127.0.0.1", 0)
+        server.start()
+        nodes.append((loop, server))
+    try:
+        yield nodes
+    finally:
+        for _, server in nodes:
+            server.shutdown()
+
+
+def _address(server: ExporterServer) -> str:
+    host, port = server.address
+    return f"{host}:{port}"
+
+
+async def test_cards_detail_and_whatif_on_the_chosen_node(
+    two_nodes: list[tuple[SamplingLoop, ExporterServer]],
+) -> None:
+    addresses = [_address(server) for _, server in two_nodes]
+    app = ClusterApp(ExporterNodes(addresses, 80 * GB, 100 * GB), auto_refresh=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.refresh_once()
+        await pilot.pause()
+        cards = list(app.query(NodeCard))
+        assert [c.node.name for c in cards] == addresses
+        assert app.focused is cards[0]
+        await pilot.press("right")
+        assert app.focused is cards[1]
+
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, NodeDetailScreen) and screen.node_name == addresses[1]
+        second = two_nodes[1][0].latest
+        assert second is not None
+        head = str(screen.query_one("#detail-head").render())
+        assert addresses[1] in head and "read-only" in head
+        assert screen.query_one(BudgetBar).display
+        assert "ssd-tetris-train-1" in str(screen.query_one("#detail-body").render())
+
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, NodeWhatIfScreen)
+        pane = app.screen.query_one(WhatIfPane)
+        baseline = pane.baseline()
+        assert baseline.source == "live"
+        assert baseline.used.mid == second.snapshot.memory.used  # the second node's, not the first's
+        first = two_nodes[0][0].latest
+        assert first is not None and first.snapshot.memory.used != second.snapshot.memory.used
+
+        for _ in range(3):  # the What-if pane's own Esc (its find box) may take the first one
+            if app.screen is app.screen_stack[0]:
+                break
+            await pilot.press("escape")
+            await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+
+
+async def test_whatif_refuses_a_down_node() -> None:
+    app = ClusterApp(ExporterNodes(["127.0.0.1:1"], 80 * GB, 100 * GB), auto_refresh=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.refresh_once()
+        await pilot.pause()
+        await pilot.press("w")
+        await pilot.pause()
+        assert not isinstance(app.screen, NodeWhatIfScreen)
+        assert any("no live baseline" in str(n.message) for n in app._notifications)
+
+
+def test_exporter_source_acts_only_when_allowed_and_live(
+    two_nodes: list[tuple[SamplingLoop, ExporterServer]],
+) -> None:
+    address = _address(two_nodes[0][1])
+    plain = ExporterSource(address)
+    plain.sample()
+    assert plain.controller() is None  # a read-only session
+    allowed = ExporterSource(address, local_actions=True)
+    allowed.sample()
+    assert allowed.name == "demo" and allowed.controller() is None  # the demo's engine is in another process
+    allowed.name = "live"  # what a live exporter's snapshots say
+    assert isinstance(allowed.controller(), DockerController)
