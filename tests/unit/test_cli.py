@@ -95,7 +95,13 @@ def test_once_keeps_one_unit_per_column(capsys: pytest.CaptureFixture[str]) -> N
 def test_readme_states_what_record_does_to_an_existing_file(capsys: pytest.CaptureFixture[str]) -> None:
     """The README said `record` never overwrites while `--overwrite` exists."""
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    line = next(line for line in readme.splitlines() if line.startswith("sparktop record "))
+    lines = readme.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("sparktop record "))
+    line = lines[at]
+    for more in lines[at + 1 :]:  # the comment goes on, indented
+        if not more.lstrip().startswith("#") or not more.startswith(" "):
+            break
+        line += more
     with pytest.raises(SystemExit):
         main(["record", "--help"])
     options = capsys.readouterr().out
