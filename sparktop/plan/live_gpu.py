@@ -27,12 +27,12 @@ class DeviceMemory:
 
 
 def has_gpu(snap: Snapshot) -> bool:
-    return bool(snap.gpu and snap.gpu.available and snap.gpu.gpus)
+    return bool(snap.gpu and snap.gpu.available and snap.gpu.memory_kind != "no-gpu")
 
 
 def device_memory(snap: Snapshot) -> DeviceMemory | None:
     """The GPU's own memory on a discrete GPU; None on a unified pool (a Spark) or when NVML cannot say."""
-    if not has_gpu(snap) or snap.gpu.unified_memory:
+    if not has_gpu(snap) or snap.gpu.memory_kind != "discrete":
         return None
     gpus = [g for g in snap.gpu.gpus if g.memory_total]
     if not gpus:

@@ -298,6 +298,7 @@ class SparktopApp(App[None]):
         bar.legend_lines = 4 if height >= 44 else (3 if height >= 32 else 2)
         bar.detailed = width >= 140
         bar.show_scale = height >= 32
+        self.query_one(GpuMemoryBar).legend_lines = 1 if height < 32 else 2
         self.query_one(PressurePanel).compact = height < 32
         self._chart_drawn_at = None
         if self.latest is not None:

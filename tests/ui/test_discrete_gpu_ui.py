@@ -54,3 +54,15 @@ async def test_a_spark_has_no_second_bar_and_says_unified_memory() -> None:
         await pilot.pause()
         assert not app.query_one(GpuMemoryBar).display
         assert "spark-demo · unified memory" in str(app.query_one(StatusLine).render())
+
+
+async def test_on_a_short_terminal_the_gpu_bar_keeps_the_top_holder_and_free() -> None:
+    app = make_app("discrete", warmup=30)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        gpu_bar = app.query_one(GpuMemoryBar)
+        lines = str(gpu_bar.render()).splitlines()
+        assert len(lines) == 3 and gpu_bar.region.height == 3  # title, bar, one legend line
+        assert all(len(line) <= gpu_bar.size.width for line in lines)
+        legend = lines[2]
+        assert legend.startswith("■ ssd-tetris-train-1 11.") and "more" in legend and "■ free" in legend

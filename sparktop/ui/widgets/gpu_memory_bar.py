@@ -21,7 +21,7 @@ class GpuMemoryBar(Widget):
     GpuMemoryBar.-show { display: block; }
     """
 
-    LEGEND_LINES = 1
+    legend_lines = 2  # 1 on a short terminal (the app sets it with the layout)
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -55,15 +55,10 @@ class GpuMemoryBar(Widget):
                 title.append(note, style="dim")
             lines.append(title)
             lines.append(_bar(segments, account.total, width))
-            items = [
-                Text.assemble(("■ ", seg.color), (seg.label, "bold"), f" {fmt_bytes(seg.nbytes, units)}")
-                for seg in segments
-            ]
-            lines.extend(_wrap(items, width)[: self.LEGEND_LINES + 1])
-        text = Text("\n").join(lines)
-        text.no_wrap = True
-        text.overflow = "ellipsis"
-        return text
+            lines.extend(_legend(segments, units, width, self.legend_lines))
+        for line in lines:  # one screen line each, whatever the width: cut with "…", never wrapped
+            line.truncate(width, overflow="ellipsis")
+        return Text("\n").join(lines)
 
 
 def _segments(account: GpuMemoryAccount, colors: dict[str, str], palette: Palette) -> list[Segment]:
@@ -78,6 +73,33 @@ def _segments(account: GpuMemoryAccount, colors: dict[str, str], palette: Palett
         out.append(Segment("gpu-other", "other (driver, unlisted)", account.other, palette.unattributed))
     out.append(Segment("gpu-free", "free", account.free, palette.free))
     return out
+
+
+def _legend(segments: list[Segment], units: str, width: int, limit: int) -> list[Text]:
+    """Every segment with its size in at most `limit` lines. When they do not fit, the smallest holders fold
+    into one "+N more" item, then "other" loses its explanation; the largest holder is always named."""
+    holders = [seg for seg in segments if seg.key not in ("gpu-other", "gpu-free")]
+    fixed = [seg for seg in segments if seg.key in ("gpu-other", "gpu-free")]
+
+    def item(seg: Segment, short: bool = False) -> Text:
+        label = seg.label.split(" (")[0] if short else seg.label
+        return Text.assemble(("■ ", seg.color), (label, "bold"), f" {fmt_bytes(seg.nbytes, units)}")
+
+    items: list[Text] = []
+    for short in (False, True):
+        for shown in range(len(holders), 0 if holders else -1, -1):
+            items = [item(seg) for seg in holders[:shown]]
+            folded = holders[shown:]
+            if folded:
+                hidden = sum(seg.nbytes for seg in folded)
+                items.append(Text(f"+{len(folded)} more {fmt_bytes(hidden, units)}", style="dim"))
+            # Short of room, free (the headroom) before other.
+            items += [item(seg, short) for seg in (reversed(fixed) if short else fixed)]
+            lines = _wrap(items, width)
+            if len(lines) <= limit:
+                return lines
+    # Still too long: one line, cut with "…" by the render, the largest holder and free first.
+    return [Text("  ").join(items)]
 
 
 def _bar(segments: list[Segment], total: int, width: int) -> Text:
