@@ -566,11 +566,19 @@ class SparktopApp(App[None]):
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("filter", "sort_next") and self._on_whatif():
+            return False  # the tables' keys: off the What-if footer (its own `/` finds in the catalog)
         if action in self.STOP_ACTIONS:
             return self.stops.available
         if action == "explain_no_stop":
             return not self.stops.available
         return True
+
+    def _on_whatif(self) -> bool:
+        try:
+            return self.query_one(TabbedContent).active == "whatif"
+        except Exception:  # before the tabs are mounted
+            return False
 
     def action_explain_no_stop(self) -> None:
         self.stops.explain_unavailable()
@@ -601,6 +609,7 @@ class SparktopApp(App[None]):
         if event.pane.id == "dashboard" and self.latest is not None and not self.paused:
             # After the layout: a pane that was hidden has no size yet, and the chart's axes follow its size.
             self.call_after_refresh(self._redraw_chart_if_shown)
+        self.refresh_bindings()  # the footer follows the tab (What-if hides the tables' keys)
         table = self._active_table()
         if table is not None:
             table.flush()
