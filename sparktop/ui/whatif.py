@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -509,8 +510,12 @@ class FindBox(Input):
 
     def action_leave(self) -> None:
         pane = next((a for a in self.ancestors if isinstance(a, WhatIfPane)), None)
+        had_text = bool(self.value)
         if pane is not None:
             pane.leave_filter()
+        if not had_text:
+            # Nothing to clear: the Esc goes on too (a screen around the pane closes on it).
+            raise SkipAction()
 
 
 def _labelled(label: str, text: str) -> Content:

@@ -61,6 +61,9 @@ async def test_esc_lets_go_of_the_find_box() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.focused is pane.query_one("#whatif-catalog", OptionList) and box.value == ""
+        await pilot.press("slash", "escape")  # empty: Esc leaves it all the same
+        await pilot.pause()
+        assert app.focused is pane.query_one("#whatif-catalog", OptionList)
         await pilot.press("2")  # the keys work again: number keys change tabs
         await pilot.pause()
         assert app.query_one("TabbedContent").active == "containers"
