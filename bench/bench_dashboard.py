@@ -370,7 +370,7 @@ async def drive_headless(ticks: int, checkpoints: list[int], width: int, height:
     """In a fresh interpreter: the app with its timer off, fed demo snapshots one by one, painting each."""
     sys.path.insert(0, str(REPO))
     from sparktop.collect.demo import DemoSource
-    from sparktop.config import Config
+    from sparktop.settings.config import Config
     from sparktop.ui.app import SparktopApp
 
     app = SparktopApp(DemoSource(), Config(), auto_refresh=False)

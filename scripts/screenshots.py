@@ -24,7 +24,7 @@ os.environ["TZ"] = "UTC"  # the status line shows the snapshot's time of day
 time.tzset()
 
 from sparktop.collect.demo import DemoSource  # noqa: E402
-from sparktop.config import Config  # noqa: E402
+from sparktop.settings.config import Config  # noqa: E402
 from sparktop.ui.app import SparktopApp  # noqa: E402
 
 START = 1_767_225_600.0

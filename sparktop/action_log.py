@@ -13,12 +13,12 @@ import stat
 import time
 from pathlib import Path
 
+from sparktop.settings.files import state_dir
 from sparktop.text import visible
 
 
 def default_log_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "sparktop" / "actions.log"
+    return state_dir() / "actions.log"
 
 
 class ActionLog:

@@ -4,24 +4,56 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from sparktop import __version__
 from sparktop.format import column_unit, fmt_bytes, fmt_bytes_in, fmt_size
 from sparktop.machine import describe_machine
+from sparktop.settings.config import INTERVAL_RANGE, Config, apply_overrides, load_config
+from sparktop.settings.files import SettingsError
 
 if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
     from sparktop.model import Snapshot
 
-SUBCOMMANDS = ("record", "plan", "serve", "web")
+EXIT_BAD_INPUT = 3  # a bad flag or value, on every subcommand (plan's 1 and 2 mean TIGHT and OOM RISK)
 
 
-def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class Subcommand:
+    """`sparktop NAME ...`: its module has `add_arguments(parser)` and `run(args) -> int`. The module
+    is imported only when that subcommand runs (or its --help is asked for), so the dashboard starts fast."""
+
+    name: str
+    module: str
+    help: str
+
+
+# Adding a subcommand is one line here and one module with add_arguments(parser) and run(args) -> int.
+SUBCOMMANDS = (
+    Subcommand("record", "sparktop.record_cli", "append snapshots to a JSONL file, for --replay"),
+    Subcommand("plan", "sparktop.plan_cli", "will these workloads fit? (exit 0 fits, 1 tight, 2 OOM risk)"),
+    Subcommand("serve", "sparktop.serve_cli", "Prometheus exporter: /metrics, /snapshot.json, /healthz"),
+    Subcommand("web", "sparktop.web_cli", "the dashboard in a browser (read-only unless --allow-actions)"),
+)
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse that exits 3 on a usage error: 2 means "OOM risk" for `plan`, and one code for bad input
+    serves scripts best."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("data source (default: this machine, live)")
     group.add_argument(
         "--demo",
@@ -35,18 +67,19 @@ def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
 
 
-def _main_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The whole command line. Only the subcommand named in `argv` gets its arguments (its module is
+    imported); the others are listed with their help line."""
+    parser = CliParser(
         prog="sparktop",
         description="Terminal dashboard for the NVIDIA DGX Spark: unified memory, per-container attribution, "
-        "what-if planning. Subcommands: `sparktop record FILE`, `sparktop plan WORKLOAD...` "
-        "(see `sparktop plan --help`).",
+        "what-if planning. Without a command: the live dashboard.",
     )
     parser.add_argument("--version", action="version", version=f"sparktop {__version__}")
-    _add_source_arguments(parser)
+    add_source_arguments(parser)
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="with --once: print the snapshot as JSON")
-    parser.add_argument("--interval", type=float, help="refresh interval in seconds (default 1)")
+    parser.add_argument("--interval", type=float, help="refresh interval in seconds, 0.1 to 3600 (default 1)")
     parser.add_argument("--safe", type=float, metavar="GB", help="safe line in GB (default 80)")
     parser.add_argument("--max", type=float, metavar="GB", help="aggressive line in GB (default 100)")
     parser.add_argument("--units", choices=("GiB", "GB"), help="units for sizes (default GiB)")
@@ -62,55 +95,37 @@ def _main_parser() -> argparse.ArgumentParser:
     cluster.add_argument(
         "--exporter", metavar="URL", help="the dashboard of one `sparktop serve` (/snapshot.json), read-only"
     )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    names = {sub.name for sub in SUBCOMMANDS}
+    wanted = next((arg for arg in argv if arg in names), None)
+    for sub in SUBCOMMANDS:
+        sub_parser = commands.add_parser(sub.name, help=sub.help, description=sub.help)
+        sub_parser.prog = f"sparktop {sub.name}"
+        if sub.name == wanted:
+            importlib.import_module(sub.module).add_arguments(sub_parser)
     return parser
-
-
-def _record_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sparktop record",
-        description="Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times "
-        "smaller), flushed every tick; "
-        "replay with `sparktop --replay FILE`. A recording holds the command line, user and memory of every "
-        "process on the machine (arguments included, passwords or tokens given on a command line too): it is "
-        "created readable by you only (0600); think before sharing it.",
-    )
-    parser.add_argument("file", type=Path)
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between snapshots (default 1)")
-    parser.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--append", action="store_true", help="append to an existing recording")
-    mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
-    _add_source_arguments(parser)
-    return parser
-
-
-def _positive(parser: argparse.ArgumentParser, name: str, value: float | None) -> None:
-    if value is not None and value <= 0:
-        parser.error(f"{name} must be greater than 0")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "plan":
-        return _run_plan(args[1:])
-    if args and args[0] == "record":
-        return _run_record(args[1:])
-    if args and args[0] == "serve":
-        from sparktop import serve_cli
-
-        return serve_cli.main(args[1:])
-    if args and args[0] == "web":
-        from sparktop import web_cli
-
-        return web_cli.main(args[1:])
-    parser = _main_parser()
+    parser = build_parser(args)
     opts = parser.parse_args(args)
-    for name in ("interval", "safe", "max"):
-        _positive(parser, f"--{name}", getattr(opts, name))
+    if opts.command is not None:
+        sub = next(s for s in SUBCOMMANDS if s.name == opts.command)
+        return int(importlib.import_module(sub.module).run(opts))
     if opts.json and not opts.once:
         parser.error("--json needs --once")
+    from sparktop.text import visible_lines
+
+    try:
+        config, problems = settings_from(opts)
+    except SettingsError as exc:
+        print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for problem in problems:  # they quote the file's keys and values
+        print(visible_lines(f"sparktop: {problem}"), file=sys.stderr)
     if opts.cluster or opts.prometheus or opts.nodes:
-        return _run_cluster(parser, opts)
+        return _run_cluster(parser, opts, config)
     # Start-up makes a few hundred thousand objects that live as long as the dashboard (modules, CSS,
     # widgets); the cyclic GC would walk them again and again (~10 % of the time to the first frame). It
     # comes back on once the first frame is drawn, with those objects frozen out of its way.
@@ -118,13 +133,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pause_gc:
         gc.disable()
     try:
-        return _open_source_and_run(opts)
+        return _open_source_and_run(opts, config, problems)
     finally:
         if pause_gc:
             gc.enable()
 
 
-def _open_source_and_run(opts: argparse.Namespace) -> int:
+def settings_from(opts: argparse.Namespace) -> tuple[Config, list[str]]:
+    """The config file with the flags on top, by the same rules. Problems in the file are returned (that
+    key keeps its default); a bad flag raises SettingsError naming it."""
+    config, problems = load_config(opts.config)
+    overrides = {
+        "interval": ("--interval", opts.interval),
+        "safe_gb": ("--safe", opts.safe),
+        "max_gb": ("--max", opts.max),
+        "units": ("--units", opts.units),
+        "theme": ("--theme", opts.theme),
+        "read_only": ("--read-only", True if opts.read_only else None),
+    }
+    return apply_overrides(config, overrides), problems
+
+
+def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: list[str]) -> int:
     from sparktop.collect.factory import SourceError, make_source
     from sparktop.text import visible_lines
 
@@ -144,18 +174,20 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
         return 2
     try:
         if opts.once:
-            return _print_once(source, as_json=opts.json, units=opts.units or "GiB")
-        return _run_dashboard(source, opts)
+            return _print_once(source, as_json=opts.json, units=config.units, problems=problems)
+        return _run_dashboard(source, config, problems, interval_flag=opts.interval is not None)
     finally:
         source.close()
 
 
-def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
+def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Sequence[str] = ()) -> int:
     from sparktop.analysis.accounting import fill_accounting
     from sparktop.encoding import for_stream, json_for_stream
     from sparktop.text import json_visible, visible_lines
 
     snapshot = fill_accounting(source.sample())  # a recording may hold none (or a failed one)
+    # Problems in the user's files belong with the snapshot's own errors: a script reading the JSON sees them.
+    snapshot.errors.extend(f"config: {problem}" for problem in problems)
     if as_json:
         print(json_for_stream(json_visible(snapshot.model_dump_json(indent=2)), sys.stdout))
     else:
@@ -209,34 +241,16 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     return "\n".join(lines)
 
 
-def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
+def _run_dashboard(source: SnapshotSource, config: Config, problems: list[str], interval_flag: bool) -> int:
     import os
 
-    from sparktop.config import load_config
     from sparktop.terminal import dashboard_refusal, terminal_size
-    from sparktop.text import visible_lines
 
-    config, problems = load_config(opts.config)
-    for problem in problems:  # they quote the file's keys and values
-        print(visible_lines(f"sparktop: {problem} (using defaults)"), file=sys.stderr)
-    overrides = {
-        "interval": opts.interval,
-        "safe_gb": opts.safe,
-        "max_gb": opts.max,
-        "units": opts.units,
-        "theme": opts.theme,
-    }
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(config, key, value)
-    if opts.read_only:
-        config.read_only = True
     recorded_interval = getattr(source, "recorded_interval", None)
-    if opts.interval is None and recorded_interval:
-        config.interval = recorded_interval  # a recording plays at its own pace unless --interval says
-    if config.safe_gb >= config.max_gb:
-        print(f"sparktop: safe line {config.safe_gb} GB must be below {config.max_gb} GB", file=sys.stderr)
-        return 2
+    if recorded_interval and not interval_flag:
+        # A recording plays at its own pace unless --interval says, within the same bounds as any interval.
+        low, high = INTERVAL_RANGE
+        config = config.model_copy(update={"interval": min(max(float(recorded_interval), low), high)})
     refusal = dashboard_refusal(os.environ, terminal_size())
     if refusal is not None:
         print(f"sparktop: {refusal}", file=sys.stderr)
@@ -257,26 +271,9 @@ def _run_dashboard(source: SnapshotSource, opts: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
-def _resume_gc() -> None:
-    """The first frame is drawn: what exists now lives as long as the app, so the collector need not look
-    at it again."""
-    if not gc.isenabled():
-        gc.freeze()
-        gc.enable()
-
-
-def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
-    from sparktop.config import load_config
-
+def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace, config: Config) -> int:
     if bool(opts.prometheus) == bool(opts.nodes):
         parser.error("--cluster needs one of --prometheus URL and --nodes HOST:PORT,...")
-    config, problems = load_config(opts.config)
-    for problem in problems:
-        print(f"sparktop: {problem} (using defaults)", file=sys.stderr)
-    overrides = {"safe_gb": opts.safe, "max_gb": opts.max, "units": opts.units, "theme": opts.theme}
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(config, key, value)
     if opts.prometheus:
         from sparktop.cluster.prometheus import PrometheusCluster
 
@@ -294,46 +291,12 @@ def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> i
     return 0
 
 
-def _run_record(argv: list[str]) -> int:
-    from sparktop.collect.factory import SourceError, make_source
-    from sparktop.collect.replay import record
-
-    parser = _record_parser()
-    opts = parser.parse_args(argv)
-    _positive(parser, "--interval", opts.interval)
-    _positive(parser, "--duration", opts.duration)
-    mode = "append" if opts.append else "overwrite" if opts.overwrite else "new"
-    try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
-    except SourceError as exc:
-        print(f"sparktop record: {exc}", file=sys.stderr)
-        return 2
-    # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
-    # (a compressed one gets its end marker) and the count is reported.
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _interrupt)
-    try:
-        count = record(source, opts.file, interval=opts.interval, duration=opts.duration, mode=mode)
-    except FileExistsError as exc:
-        print(f"sparktop record: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"sparktop record: {opts.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    finally:
-        source.close()
-    print(f"sparktop record: wrote {count} snapshots to {opts.file}", file=sys.stderr)
-    return 0
-
-
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _run_plan(argv: list[str]) -> int:
-    from sparktop import plan_cli
-
-    return plan_cli.main(argv)
+def _resume_gc() -> None:
+    """The first frame is drawn: what exists now lives as long as the app, so the collector need not look
+    at it again."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sparktop.analysis.accounting import process_key
 from sparktop.model import ServiceReport, Snapshot
+from sparktop.text import one_line
 
 FILENAME = "footprints.sqlite3"
 BUSY_TIMEOUT_MS = 100  # a tick may wait this long for another instance's write, no more
@@ -44,9 +45,9 @@ ON CONFLICT (kind, name) DO UPDATE SET
 
 
 def default_path() -> Path:
-    import platformdirs
+    from sparktop.settings.files import state_dir
 
-    return platformdirs.user_state_path("sparktop") / FILENAME
+    return state_dir() / FILENAME
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,6 @@ class Footprint:
     peak_at: float
     last_seen: float
 
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 class FootprintStore:
@@ -108,7 +106,7 @@ class FootprintStore:
             self._known[(fp.kind, fp.name)] = fp
 
     def _unusable(self, exc: BaseException) -> None:
-        detail = _one_line(exc)
+        detail = one_line(exc)
         if isinstance(exc, sqlite3.DatabaseError) and "not a database" in detail:
             detail = "file is corrupt (not a SQLite database); move it aside to start afresh"
         elif "locked" in detail or "busy" in detail:

@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from sparktop.model import GB, GIB
-
-MIB = 1024**2
-MB = 1000**2
+from sparktop.model import GB, GIB, MB, MIB
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 
@@ -133,3 +130,15 @@ def sparkline(values: Sequence[float | None], width: int, low: float = 0.0, high
         frac = min(1.0, max(0.0, (v - low) / span))
         out.append(SPARK_CHARS[min(len(SPARK_CHARS) - 1, int(frac * (len(SPARK_CHARS) - 1) + 0.5))])
     return "".join(out).rjust(width)
+
+
+def fmt_est(n: int | float) -> str:
+    """An estimate in decimal GB, as precise as it deserves: `123 GB`, `45.6 GB`, `0.45 GB`, `30 MB`."""
+    gb = n / GB
+    if gb >= 100:
+        return f"{gb:.0f} GB"
+    if gb >= 10:
+        return f"{gb:.1f} GB"
+    if gb >= 0.1:
+        return f"{gb:.2f} GB"
+    return f"{n / MB:.0f} MB"

@@ -18,6 +18,8 @@ from sparktop.text import VisibleStr
 
 GIB = 1024**3
 GB = 1000**3
+MIB = 1024**2
+MB = 1000**2
 
 SNAPSHOT_VERSION = 1
 

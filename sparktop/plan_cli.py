@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 from sparktop.analysis.estimate import GB
 from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.catalog.loader import Catalog, load_catalog
+from sparktop.catalog.params import kind_label
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
 from sparktop.text import json_visible, visible_lines
 
@@ -58,7 +59,7 @@ def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The `plan` subcommand's arguments. Usage errors on this parser exit with 3 (bad input), not argparse's
     2, which here means "OOM risk"."""
-    parser.description = parser.description or __doc__.split("\n\n")[0]
+    parser.description = __doc__.split("\n\n")[0]
     parser.epilog = EXIT_TABLE
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
@@ -93,7 +94,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         const="",
         metavar="FILTER",
         dest="list_filter",
-        help="list catalog workloads (matching FILTER) and exit",
+        help="list catalog workloads and exit; FILTER: words, kind:training, source:local",
     )
     parser.add_argument("--save", type=Path, metavar="PLAN.toml", help="also write the plan to this file")
     parser.add_argument(
@@ -114,18 +115,18 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.error = lambda message: _usage_error(parser, message)  # type: ignore[method-assign]
 
 
-def _lines(args: argparse.Namespace) -> tuple[float | None, float | None]:
+def _lines(args: argparse.Namespace) -> tuple[float | None, float | None, list[str]]:
     """The user's lines in bytes: --safe/--max, else the dashboard's config file when it sets them; None
-    keeps the reference's 80/100 GB."""
-    from sparktop.config import Config, load_config
+    keeps the reference's 80/100 GB (scaled on a small machine). The same rules as the dashboard's
+    (SettingsError naming the flag); the config file's problems are returned to be reported."""
+    from sparktop.settings.config import apply_overrides, load_config
 
-    config, _problems = load_config()
-    defaults = Config()
-    safe = (
-        args.safe if args.safe is not None else config.safe_gb if config.safe_gb != defaults.safe_gb else None
-    )
-    high = args.max if args.max is not None else config.max_gb if config.max_gb != defaults.max_gb else None
-    return (safe * GB if safe else None, high * GB if high else None)
+    config, problems = load_config()
+    config = apply_overrides(config, {"safe_gb": ("--safe", args.safe), "max_gb": ("--max", args.max)})
+    chosen = config.model_fields_set
+    safe = config.safe_gb * GB if "safe_gb" in chosen else None
+    high = config.max_gb * GB if "max_gb" in chosen else None
+    return safe, high, problems
 
 
 def _live_snapshot() -> Snapshot:
@@ -168,13 +169,6 @@ def build_plan(catalog: Catalog, workloads: Sequence[str], file: Path | None) ->
 
 
 # --- output -------------------------------------------------------------------------------------------------
-
-
-def kind_label(kind: str, engine: str | None) -> str:
-    """What the KIND column shows: the engine of an inference workload ("llm" for a generic server)."""
-    if kind != "inference":
-        return kind
-    return "llm" if engine in (None, "other") else engine
 
 
 def _g(value: float) -> str:
@@ -277,10 +271,26 @@ def _fail(message: str, as_json: bool, suggestions: list[str] | None = None) -> 
     return EXIT_BAD_INPUT
 
 
+def run(args: argparse.Namespace) -> int:
+    """`sparktop plan` as a subcommand of `sparktop` (see cli.SUBCOMMANDS)."""
+    return run_plan(args)
+
+
+add_arguments = add_plan_arguments
+
+
 def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
     """Run `sparktop plan` with parsed arguments. `baseline_provider` returns the live snapshot (default: a
     LiveSource sample); --clean does without it."""
     as_json = bool(getattr(args, "json", False))
+    from sparktop.settings.files import SettingsError
+
+    try:  # the lines first: a bad --safe/--max is refused before anything is loaded or measured
+        safe, aggressive, problems = _lines(args)
+    except SettingsError as exc:
+        return _fail(str(exc), as_json)
+    for problem in problems:
+        print(visible_lines(f"sparktop plan: config: {problem}"), file=sys.stderr)
     user_catalog = getattr(args, "catalog", None)
     if user_catalog is not None and not Path(user_catalog).is_file():
         return _fail(f"no catalog file {user_catalog}", as_json)
@@ -290,6 +300,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
         return _fail(f"cannot load the catalog: {exc}", as_json)
     for error in catalog.errors:
         print(visible_lines(f"sparktop plan: catalog: {error}"), file=sys.stderr)
+    problems = [f"config: {p}" for p in problems] + [f"catalog: {e}" for e in catalog.errors]
 
     if getattr(args, "list_filter", None) is not None:
         sys.stdout.write(visible_lines(render_list(catalog, args.list_filter)))
@@ -316,10 +327,6 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             print(visible_lines(f"sparktop plan: {fallback_note}"), file=sys.stderr)
             baseline = Baseline.clean()
 
-    safe, aggressive = _lines(args)
-    if safe is not None and aggressive is not None and safe >= aggressive:
-        print("sparktop plan: the safe line must be below the aggressive line", file=sys.stderr)
-        return EXIT_BAD_INPUT
     ev = evaluate(plan, baseline, safe, aggressive, facts=_facts(snap, use_measured=not args.estimate))
     if fallback_note:
         ev.notes.append(fallback_note)
@@ -329,7 +336,8 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
         except OSError as exc:
             return _fail(f"cannot write {args.save}: {exc.strerror or exc}", as_json)
     if as_json:
-        print(json_visible(json.dumps(ev.to_dict(), indent=2)))
+        # Problems in the user's files travel with the answer, so a script sees why a default was used.
+        print(json_visible(json.dumps({**ev.to_dict(), "errors": problems}, indent=2)))
     else:
         # Workload names come from the command line, plan files and model servers: no raw controls out.
         sys.stdout.write(visible_lines(render(ev, verbose=getattr(args, "verbose", False))))
@@ -338,7 +346,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
 
 
 def main(argv: Sequence[str] | None = None, baseline_provider: Callable[[], Snapshot] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sparktop plan")
+    parser = argparse.ArgumentParser(prog="sparktop plan")  # for tests and `python -m sparktop.plan_cli`
     add_plan_arguments(parser)
     args = parser.parse_args(list(argv) if argv is not None else None)
     return run_plan(args, baseline_provider)

@@ -41,11 +41,11 @@ def add_line_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sparktop serve",
-        description="Prometheus exporter: /metrics, /snapshot.json (as `--once --json`) and /healthz. "
-        "Read-only: nothing over HTTP acts on the machine.",
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`sparktop serve`'s arguments (cli.SUBCOMMANDS)."""
+    parser.description = (
+        "Prometheus exporter: /metrics, /snapshot.json (as `--once --json`) and /healthz. "
+        "Read-only: nothing over HTTP acts on the machine."
     )
     parser.add_argument(
         "--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT",
@@ -53,37 +53,44 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     add_line_arguments(parser)
     add_source_arguments(parser)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from sparktop.cli import CliParser
+
+    parser = CliParser(prog="sparktop serve")
+    add_arguments(parser)
     return parser
 
 
 def load_lines(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[float, int, int, float]:
-    """(interval, safe bytes, max bytes, history hours) from the config file and the flags."""
-    from sparktop.config import load_config
+    """(interval, safe bytes, max bytes, history hours) from the config file and the flags, by the
+    dashboard's rules (a bad flag is a usage error naming it)."""
+    from sparktop.settings.config import apply_overrides, load_config
+    from sparktop.settings.files import SettingsError
 
     config, problems = load_config(opts.config)
     for problem in problems:
-        print(f"{parser.prog}: {problem} (using defaults)", file=sys.stderr)
-    for name in ("interval", "safe", "max"):
-        value = getattr(opts, name)
-        if value is not None and value <= 0:
-            parser.error(f"--{name} must be greater than 0")
-    interval = opts.interval or config.interval
-    if opts.safe is not None:
-        config.safe_gb = opts.safe
-    if opts.max is not None:
-        config.max_gb = opts.max
-    if config.safe_gb >= config.max_gb:
-        parser.error(f"safe line {config.safe_gb} GB must be below {config.max_gb} GB")
-    return interval, config.safe_bytes, config.max_bytes, config.history_hours
+        print(f"{parser.prog}: {problem}", file=sys.stderr)
+    flags = {"interval": ("--interval", opts.interval), "safe_gb": ("--safe", opts.safe),
+             "max_gb": ("--max", opts.max)}  # fmt: skip
+    try:
+        config = apply_overrides(config, flags)
+    except SettingsError as exc:
+        parser.error(str(exc))
+    return config.interval, config.safe_bytes, config.max_bytes, config.history_hours
 
 
 def main(argv: list[str]) -> int:
+    return run(_parser().parse_args(argv))
+
+
+def run(opts: argparse.Namespace) -> int:
     from sparktop.collect.factory import SourceError, make_source
     from sparktop.exporter.server import ExporterServer
     from sparktop.exporter.state import SamplingLoop
 
-    parser = _parser()
-    opts = parser.parse_args(argv)
+    parser = _parser()  # for its usage errors
     try:
         host, port = parse_listen(opts.listen)
     except ValueError as exc:

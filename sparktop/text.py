@@ -77,3 +77,11 @@ def json_visible(document: str) -> str:
     """A JSON document as `json.dumps` / pydantic write it, with the characters JSON leaves raw (C1 controls,
     bidi controls, separators) written as `\\uXXXX` escapes too: the same data, safe on a terminal."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """`text` (an exception, a message) on one line: runs of whitespace, newlines included, become one space;
+    cut at `limit` characters with "…"; an exception without a message reads as its type's name."""
+    line = " ".join(str(text).split())
+    if not line and isinstance(text, BaseException):
+        line = type(text).__name__
+    return line if limit is None or len(line) <= limit else line[: limit - 1] + "…"

@@ -23,11 +23,9 @@ from sparktop.serve_cli import add_line_arguments, add_source_arguments, load_li
 DEFAULT_PORT = 8765
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sparktop web",
-        description="The dashboard in a browser (textual-serve). Read-only unless --allow-actions.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`sparktop web`'s arguments (cli.SUBCOMMANDS)."""
+    parser.description = "The dashboard in a browser (textual-serve). Read-only unless --allow-actions."
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"
     )
@@ -38,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     add_line_arguments(parser)
     add_source_arguments(parser)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from sparktop.cli import CliParser
+
+    parser = CliParser(prog="sparktop web")
+    add_arguments(parser)
     return parser
 
 
@@ -62,12 +67,15 @@ def _port_free(host: str, port: int) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    return run(_parser().parse_args(argv))
+
+
+def run(opts: argparse.Namespace) -> int:
     from sparktop.collect.factory import SourceError, make_source
     from sparktop.exporter.server import ExporterServer
     from sparktop.exporter.state import SamplingLoop
 
-    parser = _parser()
-    opts = parser.parse_args(argv)
+    parser = _parser()  # for its usage errors
     if not 0 < opts.port <= 65535:
         parser.error("--port must be 1-65535")
     interval, safe, aggressive, hours = load_lines(parser, opts)

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-GB = 1e9
+from sparktop.format import fmt_est
+from sparktop.model import GB
+
 BANDWIDTH = 273e9  # bytes/s, LPDDR5x on GB10
 
 # Per-process CUDA context (driver state, module images): the reference says 0.5-1 GB.
@@ -141,17 +143,6 @@ class Estimate:
 
     def add(self, label: str, value: Range, detail: str = "", side: str = "gpu") -> None:
         self.parts.append(Part(label, value, detail, side))
-
-
-def fmt_gb(value: float) -> str:
-    gb = value / GB
-    if gb >= 100:
-        return f"{gb:.0f} GB"
-    if gb >= 10:
-        return f"{gb:.1f} GB"
-    if gb >= 0.1:
-        return f"{gb:.2f} GB"
-    return f"{value / 1e6:.0f} MB"
 
 
 def fmt_count(n: float) -> str:
@@ -294,13 +285,14 @@ def estimate_inference(
 ) -> Estimate:
     est = Estimate()
     if arch is not None and arch.context and context > arch.context:
-        est.notes.append(f"context {context} capped at the model's trained {arch.context}")
+        # A warning, not a note: the plan shows it even without -v, so a capped value is never silent.
+        est.warnings.append(f"context {context} capped at the model's trained {arch.context}")
         context = arch.context
 
     # Weights: the file when we have it, else parameters x bits per weight.
     if weights_bytes:
         weights = Range.exact(weights_bytes)
-        w_detail = f"{quant} file, {fmt_gb(weights_bytes)}" if quant else "model files"
+        w_detail = f"{quant} file, {fmt_est(weights_bytes)}" if quant else "model files"
     elif arch is not None:
         w = weights_from_params(arch.params, bits_per_weight)
         weights = Range.spread(w, 0.98, 1.04)
@@ -332,7 +324,7 @@ def estimate_inference(
         est.add(
             "vLLM reservation",
             Range.exact(reserve),
-            f"gpu_memory_utilization {gpu_memory_utilization:g} x {fmt_gb(pool_bytes)} pool, "
+            f"gpu_memory_utilization {gpu_memory_utilization:g} x {fmt_est(pool_bytes)} pool, "
             "whatever the model",
         )
         est.add("process (Python, tokenizer)", runtime, "outside the reservation", side="host")
@@ -342,13 +334,14 @@ def estimate_inference(
         if arch is not None:
             per_token = arch_kv_cache_bytes(arch, 1, 1, kv_bytes_per_element)
             est.notes.append(
-                f"inside: weights {fmt_gb(weights.mid)} + graphs/activations ~{VLLM_GRAPHS_GB:g} GB; "
-                f"KV cache gets the rest, {fmt_gb(max(0.0, room))} = {max(0.0, room) / per_token:,.0f} tokens"
+                f"inside: weights {fmt_est(weights.mid)} + graphs/activations ~{VLLM_GRAPHS_GB:g} GB; "
+                f"KV cache gets the rest, {fmt_est(max(0.0, room))} = "
+                f"{max(0.0, room) / per_token:,.0f} tokens"
             )
             if room < kv.mid:
                 est.warnings.append(
-                    f"vLLM will refuse to start: {context} ctx x {parallel} needs {fmt_gb(kv.mid)} of KV "
-                    f"cache but the reservation leaves {fmt_gb(max(0.0, room))}"
+                    f"vLLM will refuse to start: {context} ctx x {parallel} needs {fmt_est(kv.mid)} of KV "
+                    f"cache but the reservation leaves {fmt_est(max(0.0, room))}"
                 )
         elif room < 0:
             est.warnings.append("vLLM will refuse to start: the weights do not fit in the reservation")
@@ -627,14 +620,14 @@ def estimate_training(
             label = "gradients + optimizer step"
             detail = f"{grads_note}, plus the step's temporaries"
         peak = max(end_peak, recompute)
-        above = f"{detail}; above the peak at the loss ({fmt_gb(start_peak.mid)})"
+        above = f"{detail}; above the peak at the loss ({fmt_est(start_peak.mid)})"
         est.add(label, Range.spread(peak, lo_k, hi_k), above)
     else:
         est.add("activations", acts, act_detail)
         est.add("loss (logits)", loss_path, loss_detail)
         if grads:
             est.notes.append(
-                f"gradients ({fmt_gb(grads)}) are allocated as the backward pass frees activations: "
+                f"gradients ({fmt_est(grads)}) are allocated as the backward pass frees activations: "
                 "not at the peak"
             )
 
@@ -649,12 +642,12 @@ def estimate_training(
         candidates.append(rows * arch.heads * float(seq_len) ** 2 * 4.0)
     largest = max(candidates)
     slack = Range(*(k * largest for k in ALLOCATOR_SLACK))
-    slack_detail = f"caching allocator: {ALLOCATOR_SLACK[1]:g} x the largest tensor ({fmt_gb(largest)})"
+    slack_detail = f"caching allocator: {ALLOCATOR_SLACK[1]:g} x the largest tensor ({fmt_est(largest)})"
     if precision == "mixed" and adapter == "full":
         # autocast's bf16 weight copies are freed after every step and leave holes of their size
         copies = 2.0 * p
         slack = slack + Range(0.0, copies, copies)
-        slack_detail += f" + the freed autocast copies ({fmt_gb(copies)})"
+        slack_detail += f" + the freed autocast copies ({fmt_est(copies)})"
     est.add("allocator slack", slack, slack_detail)
     est.add("CUDA context", gb_range(TRAINING_CONTEXT_GB), "context + cuBLAS/cuDNN handles")
     est.add(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass
+from math import fsum
+from statistics import StatisticsError, linear_regression
 
 from sparktop.analysis.history import History
 from sparktop.format import fmt_duration, fmt_gb, fmt_rate
@@ -108,30 +110,28 @@ class _Fit:
 
 
 def _least_squares(ts: list[float], vs: list[int]) -> _Fit | None:
+    """The straight line through the points (statistics.linear_regression, times taken from the first so
+    the sums keep their precision) and how well it fits."""
     n = len(ts)
     if n < 2:
         return None
-    t0 = ts[0]
-    mt = sum(t - t0 for t in ts) / n
-    mv = sum(vs) / n
-    stt = svv = stv = 0.0
-    for t, v in zip(ts, vs, strict=True):
-        dt = t - t0 - mt
-        dv = v - mv
-        stt += dt * dt
-        svv += dv * dv
-        stv += dt * dv
-    if stt <= 0:
+    rel = [t - ts[0] for t in ts]
+    try:
+        slope, start = linear_regression(rel, vs)
+    except StatisticsError:  # every point at the same time
         return None
-    slope = stv / stt
-    r2 = (stv * stv) / (stt * svv) if svv > 0 else 0.0
-    sse = max(0.0, svv - stv * stv / stt)
-    return _Fit(slope=slope, start=mv - slope * mt, r2=r2, sse=sse, span_s=ts[-1] - ts[0], n=n)
+    mean = fsum(vs) / n
+    svv = fsum((v - mean) ** 2 for v in vs)
+    sse = fsum((v - start - slope * t) ** 2 for t, v in zip(rel, vs, strict=True))
+    r2 = max(0.0, 1.0 - sse / svv) if svv > 0 else 0.0
+    return _Fit(slope=slope, start=start, r2=r2, sse=sse, span_s=rel[-1], n=n)
 
 
-def _slope(ts: list[float], vs: list[int]) -> float | None:
+def slope_per_s(ts: list[float], vs: list[int]) -> float | None:
+    """The least-squares slope of values over times (per second); None for fewer than two distinct times."""
     fit = _least_squares(ts, vs)
     return fit.slope if fit else None
+
 
 
 def rate_per_min(history: History, key: str, window_s: float = 300) -> float | None:
@@ -139,7 +139,7 @@ def rate_per_min(history: History, key: str, window_s: float = 300) -> float | N
     ts, vs = history.window(key, window_s)
     if len(ts) < MIN_POINTS:
         return None
-    slope = _slope(ts, vs)
+    slope = slope_per_s(ts, vs)
     return None if slope is None else slope * 60
 
 
@@ -153,7 +153,7 @@ def _grows_in_each_third(ts: list[float], vs: list[int], slope: float) -> bool:
     for third_ts, third_vs in thirds:
         if len(third_ts) < 2:
             return False  # a gap: growth there cannot be shown
-        third_slope = _slope(third_ts, third_vs)
+        third_slope = slope_per_s(third_ts, third_vs)
         if third_slope is None or third_slope < MIN_THIRD_SHARE * slope:
             return False
     return True

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,15 +81,23 @@ def discover(
     hf_cache: Path | None = None,
     gguf_dirs: Iterable[Path] | None = None,
     quant_by_file_type: Mapping[int, str] | None = None,
+    skip: Collection[str] = (),
 ) -> DiscoveryResult:
-    """Every model found in the default places (or the ones given)."""
+    """Every model found in the default places (or the ones given); `skip` leaves sources out ("ollama",
+    "hf", "gguf": the user's setting for it was bad)."""
     result = DiscoveryResult()
     ftypes = dict(quant_by_file_type or {})
-    for part in (
-        discover_ollama(ollama_dir or default_ollama_dir(environ), ftypes),
-        discover_hf(hf_cache or default_hf_cache(environ), ftypes),
-        discover_gguf(list(gguf_dirs) if gguf_dirs is not None else default_gguf_dirs(environ), ftypes),
-    ):
+    sources = {
+        "ollama": lambda: discover_ollama(ollama_dir or default_ollama_dir(environ), ftypes),
+        "hf": lambda: discover_hf(hf_cache or default_hf_cache(environ), ftypes),
+        "gguf": lambda: discover_gguf(
+            list(gguf_dirs) if gguf_dirs is not None else default_gguf_dirs(environ), ftypes
+        ),
+    }
+    for name, find in sources.items():
+        if name in skip:
+            continue
+        part = find()
         result.models += part.models
         result.errors += part.errors
     return result

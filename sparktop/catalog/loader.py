@@ -27,25 +27,52 @@ User catalog format (the same tables as the built-in files):
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from sparktop.analysis.estimate import GB, Architecture
 from sparktop.catalog import discovery as disc
-from sparktop.catalog.params import SPECS, canonical_key, coerce, engine_from_kind, norm_token
+from sparktop.catalog.params import (
+    KINDS,
+    MAX_MEMORY_GB,
+    SPECS,
+    canonical_key,
+    coerce,
+    engine_from_kind,
+    norm_token,
+)
+from sparktop.settings import files
+from sparktop.settings.catalog import (
+    CatalogFile,
+    DiscoverySettings,
+    KvDtypeEntry,
+    OllamaTagEntry,
+    QuantEntry,
+    model_preset_entry,
+    read_catalog_file,
+    read_discovery,
+    validate_entry,
+)
+from sparktop.settings.files import KeyLines, SettingsError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_FILES = ("quants.toml", "models.toml", "reference.toml")
 
 
-def user_catalog_path(environ: Mapping[str, str] = os.environ) -> Path:
+def user_catalog_path(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_CONFIG_HOME/sparktop/catalog.toml; `environ` (tests, a caller's own environment) overrides the
+    process's variables the way platformdirs reads them."""
+    if environ is None or environ is os.environ:
+        return files.user_catalog_path()
     base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
-    return Path(base) / "sparktop" / "catalog.toml"
+    return Path(base) / files.APP_NAME / "catalog.toml"
 
 
 # --- what the catalog holds ---------------------------------------------------------------------------------
@@ -113,14 +140,8 @@ class CatalogEntry:
         return self.source.startswith("local:")
 
 
-class CatalogError(ValueError):
-    """One bad entry: where it is and what is wrong."""
-
-    def __init__(self, file: str, line: int | None, field_name: str | None, message: str) -> None:
-        self.file, self.line, self.field, self.message = file, line, field_name, message
-        where = f"{file}:{line}" if line else file
-        what = f"field '{field_name}': " if field_name else ""
-        super().__init__(f"{where}: {what}{message}")
+class CatalogError(SettingsError):
+    """One bad entry: where it is and what is wrong (`FILE:LINE: key: message`)."""
 
 
 def parse_gb_range(value: Any) -> tuple[float, float, float]:
@@ -148,9 +169,27 @@ def parse_gb_range(value: Any) -> tuple[float, float, float]:
             nums = [nums[0], (nums[0] + nums[1]) / 2, nums[1]]
     else:
         raise ValueError("expected a number of GB or a [low, high] list")
+    if not all(math.isfinite(n) for n in nums):
+        raise ValueError("must be finite numbers of GB (not nan or inf)")
     if any(n < 0 for n in nums) or not nums[0] <= nums[1] <= nums[2]:
         raise ValueError("expected 0 <= low <= mid <= high")
+    if nums[2] > MAX_MEMORY_GB:
+        raise ValueError(f"must be at most {MAX_MEMORY_GB:g} GB")
     return nums[0], nums[1], nums[2]
+
+
+def parse_filter(text: str) -> tuple[str, str | None, str | None]:
+    """Filter words, with `kind:training` and `source:local` taken out: (words, kind, source)."""
+    words, kind, source = [], None, None
+    for word in text.split():
+        key, _, value = word.partition(":")
+        if key.lower() == "kind" and value:
+            kind = next((k for k in KINDS if k.startswith(value.lower())), value.lower())
+        elif key.lower() == "source" and value:
+            source = value.lower()
+        else:
+            words.append(word)
+    return " ".join(words), kind, source
 
 
 # --- lookups ------------------------------------------------------------------------------------------------
@@ -230,7 +269,10 @@ class Catalog:
     ) -> list[CatalogEntry]:
         """Entries whose name, aliases or description contain every word of `filter` (case-insensitive);
         `kind` ("inference", "speech", "training", "other") and `source` (prefix: "local", "reference" ...)
-        narrow it further."""
+        narrow it further, and so do `kind:training` and `source:local` written in `filter` (the What-if
+        tab's find box and `sparktop plan --list` take the same text)."""
+        filter, kind_word, source_word = parse_filter(filter)
+        kind, source = kind or kind_word, source or source_word
         words = [name_key(w) for w in filter.split()]
         out = []
         for entry in self.entries.values():
@@ -345,56 +387,12 @@ class Catalog:
         return out, problems
 
 
-# --- reading TOML with line numbers -------------------------------------------------------------------------
-
-
-def header_lines(text: str, table: str) -> list[int]:
-    pattern = re.compile(r"^\s*\[\[\s*" + re.escape(table) + r"\s*\]\]")
-    return [i + 1 for i, line in enumerate(text.splitlines()) if pattern.match(line)]
-
-
-def key_line(text: str, start: int | None, key: str) -> int | None:
-    """The line of `key = ...` in the table that starts at line `start` (1-based)."""
-    if start is None:
-        return None
-    lines = text.splitlines()
-    pattern = re.compile(r"^\s*[\"']?" + re.escape(key) + r"[\"']?\s*=")
-    for i in range(start, len(lines)):
-        if lines[i].lstrip().startswith("["):
-            break
-        if pattern.match(lines[i]):
-            return i + 1
-    return start
-
-
-def _table_line(text: str, table: str) -> int | None:
-    pattern = re.compile(r"^\s*\[\s*" + re.escape(table) + r"\s*\]")
-    return next((i + 1 for i, line in enumerate(text.splitlines()) if pattern.match(line)), None)
-
-
-_TOML_POS = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)")
-
-
-def toml_error(exc: tomllib.TOMLDecodeError, text: str) -> tuple[int | None, str]:
-    """(line, message) of a TOML syntax error; "end of document" is the last line."""
-    m = _TOML_POS.search(str(exc))
-    message = _TOML_POS.sub("", str(exc)).strip()
-    if m is None:
-        return None, message
-    return (int(m.group(1)) if m.group(1) else max(1, len(text.splitlines()))), message
-
-
 def read_toml(path: Path) -> tuple[dict[str, Any], str]:
-    """Parse a TOML file; CatalogError (with the line) if it is not valid TOML."""
+    """Parse a TOML file; CatalogError (with the line) if it cannot be read, is not UTF-8 or not TOML."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(str(path), None, None, f"cannot read: {exc.strerror or exc}") from None
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        line, message = toml_error(exc, text)
-        raise CatalogError(str(path), line, None, f"invalid TOML: {message}") from None
+        return files.read_toml(path)
+    except SettingsError as exc:
+        raise CatalogError(exc.file, exc.line, exc.key, exc.message) from None
 
 
 # --- building the catalog -----------------------------------------------------------------------------------
@@ -426,17 +424,20 @@ class _Source:
 
     def __init__(self, catalog: Catalog, path: Path, text: str, label: str) -> None:
         self.catalog, self.path, self.text, self.label = catalog, path, text, label
-        self.headers: dict[str, list[int]] = {}
+        self.lines = KeyLines(text)
 
-    def header(self, table: str, index: int) -> int | None:
-        lines = self.headers.setdefault(table, header_lines(self.text, table))
-        return lines[index] if index < len(lines) else None
+    def header(self, *table: str | int) -> int | None:
+        """The line of a table: header("workload", 2), header("model", 0, "ollama", 1)."""
+        return self.lines.line(table)
 
-    def error(
-        self, table: str, index: int, field_name: str | None, message: str, start: int | None = None
-    ) -> None:
-        start = start if start is not None else self.header(table, index)
-        line = key_line(self.text, start, field_name) if field_name else start
+    def validated(self, model: type[BaseModel], raw: Any, loc: tuple[str | int, ...]) -> Any:
+        """`raw` as `model`, or None with its problems added to the catalog's errors."""
+        entry, problems = validate_entry(model, raw, self.label, self.lines, loc)
+        self.catalog.errors += [str(p) for p in problems]
+        return entry
+
+    def error(self, table: tuple[str | int, ...], field_name: str | None, message: str) -> None:
+        line = self.lines.line((*table, field_name) if field_name else table)
         self.catalog.errors.append(str(CatalogError(self.label, line, field_name, message)))
 
 
@@ -453,35 +454,25 @@ def _aliases(value: Any) -> tuple[str, ...]:
 def _load_quants(src: _Source, data: Mapping[str, Any]) -> None:
     cat = src.catalog
     for i, raw in enumerate(data.get("quant", [])):
-        try:
-            name = raw["name"]
-            bits = float(raw["bits"])
-            ftype = raw.get("gguf_file_type")
-            cat.quants[name] = Quant(
-                name, bits, _aliases(raw.get("aliases")), int(ftype) if ftype is not None else None
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            src.error("quant", i, exc.args[0] if isinstance(exc, KeyError) else None, f"bad quant: {exc}")
+        q = src.validated(QuantEntry, raw, ("quant", i))
+        if q is not None:
+            cat.quants[q.name] = Quant(q.name, q.bits, _aliases(q.aliases), q.gguf_file_type)
     for i, raw in enumerate(data.get("kv_dtype", [])):
-        try:
-            cat.kv_dtypes[raw["name"]] = KvDtype(
-                raw["name"], float(raw["bytes"]), _aliases(raw.get("aliases"))
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            src.error(
-                "kv_dtype", i, exc.args[0] if isinstance(exc, KeyError) else None, f"bad KV type: {exc}"
-            )
+        d = src.validated(KvDtypeEntry, raw, ("kv_dtype", i))
+        if d is not None:
+            cat.kv_dtypes[d.name] = KvDtype(d.name, d.bytes, _aliases(d.aliases))
 
 
 def _load_models(src: _Source, data: Mapping[str, Any], source: str) -> None:
     cat = src.catalog
     for i, raw in enumerate(data.get("model", [])):
-        if not isinstance(raw, dict):
+        preset = src.validated(model_preset_entry(_ARCH_INT, _ARCH_FLOAT, _ARCH_BOOL), raw, ("model", i))
+        if preset is None:
             continue
         try:
-            spec, tags = _model_from_raw(cat, raw)
+            spec, tags = _model_from_raw(cat, preset.model_dump(exclude_none=True))
         except _FieldError as exc:
-            src.error("model", i, exc.field, exc.message)
+            src.error(("model", i), exc.field, exc.message)
             continue
         spec.source = source
         cat.models[spec.name] = spec
@@ -498,21 +489,16 @@ def _load_models(src: _Source, data: Mapping[str, Any], source: str) -> None:
                 origin=f"{src.label}:{src.header('model', i)}",
             ),
         )
-        start = src.header("model", i)
-        tag_lines = [n for n in header_lines(src.text, "model.ollama") if start and n > start]
-        for j, tag in enumerate(tags):
+        for j, raw_tag in enumerate(tags):
+            tag = src.validated(OllamaTagEntry, raw_tag, ("model", i, "ollama", j))
+            if tag is None:
+                continue
             try:
                 entry = _ollama_entry(cat, spec, tag)
             except _FieldError as exc:
-                src.error(
-                    "model.ollama",
-                    j,
-                    exc.field,
-                    exc.message,
-                    start=tag_lines[j] if j < len(tag_lines) else start,
-                )
+                src.error(("model", i, "ollama", j), exc.field, exc.message)
                 continue
-            entry.origin = f"{src.label}:{tag_lines[j] if j < len(tag_lines) else start}"
+            entry.origin = f"{src.label}:{src.header('model', i, 'ollama', j)}"
             _add_entry(cat, entry)
 
 
@@ -523,17 +509,7 @@ class _FieldError(Exception):
 
 
 def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, list[dict[str, Any]]]:
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise _FieldError("name", "a model needs a name")
-    for key in raw:
-        if (
-            key not in _MODEL_META
-            and key not in _ARCH_INT
-            and key not in _ARCH_FLOAT
-            and key not in _ARCH_BOOL
-        ):
-            raise _FieldError(key, "unknown field")
+    name = raw["name"]  # checked by the preset's model, as every value's type and range below
     base_name = raw.get("like") or (name if name in cat.models else None)
     base = cat.model(base_name) if base_name else None
     if raw.get("like") and base is None:
@@ -541,23 +517,7 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
     arch_values: dict[str, Any] = (
         {f.name: getattr(base.arch, f.name) for f in fields(Architecture)} if base else {}
     )
-    for key in _ARCH_INT:
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise _FieldError(key, "expected a whole number >= 0")
-            arch_values[key] = v
-    for key in _ARCH_FLOAT:
-        if key in raw:
-            v = raw[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-                raise _FieldError(key, "expected a number >= 0")
-            arch_values[key] = float(v)
-    for key in _ARCH_BOOL:
-        if key in raw:
-            if not isinstance(raw[key], bool):
-                raise _FieldError(key, "expected true or false")
-            arch_values[key] = raw[key]
+    arch_values.update({key: raw[key] for key in (*_ARCH_INT, *_ARCH_FLOAT, *_ARCH_BOOL) if key in raw})
     for key in ("layers", "hidden", "heads", "vocab", "params"):
         if not arch_values.get(key):
             raise _FieldError(key, "required (or `like` another model)")
@@ -572,17 +532,8 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
     if q is None:
         raise _FieldError("native_quant", f"unknown quantisation {native!r}")
     file_gb = raw.get("file_gb")
-    if file_gb is not None and (
-        isinstance(file_gb, bool) or not isinstance(file_gb, int | float) or file_gb <= 0
-    ):
-        raise _FieldError("file_gb", "expected a number of GB > 0")
-    try:
-        aliases = _aliases(raw.get("aliases"))
-    except ValueError as exc:
-        raise _FieldError("aliases", str(exc)) from None
+    aliases = _aliases(raw.get("aliases"))
     tags = raw.get("ollama", [])
-    if not isinstance(tags, list):
-        raise _FieldError("ollama", "expected [[model.ollama]] tables")
     spec = ModelSpec(
         name=name.strip(),
         arch=arch,
@@ -597,32 +548,22 @@ def _model_from_raw(cat: Catalog, raw: Mapping[str, Any]) -> tuple[ModelSpec, li
     return spec, tags
 
 
-def _ollama_entry(cat: Catalog, spec: ModelSpec, tag: Any) -> CatalogEntry:
-    if not isinstance(tag, dict) or not isinstance(tag.get("tag"), str):
-        raise _FieldError("tag", 'an Ollama tag needs `tag = "name:tag"`')
-    extra = set(tag) - {"tag", "quant", "file_gb", "context"}
-    if extra:
-        raise _FieldError(sorted(extra)[0], "unknown field")
-    q = cat.quant(str(tag.get("quant", "Q4_K_M")))
+def _ollama_entry(cat: Catalog, spec: ModelSpec, tag: OllamaTagEntry) -> CatalogEntry:
+    q = cat.quant(tag.quant)
     if q is None:
-        raise _FieldError("quant", f"unknown quantisation {tag.get('quant')!r}")
+        raise _FieldError("quant", f"unknown quantisation {tag.quant!r}")
     fields_: dict[str, Any] = {"kind": "inference", "engine": "ollama", "model": spec.name, "quant": q.name}
-    if "context" in tag:
+    if tag.context is not None:
         try:
-            fields_["context"] = coerce(SPECS["context"], tag["context"])
+            fields_["context"] = coerce(SPECS["context"], tag.context)
         except ValueError as exc:
             raise _FieldError("context", str(exc)) from None
-    file_gb = tag.get("file_gb")
-    if file_gb is not None and (
-        isinstance(file_gb, bool) or not isinstance(file_gb, int | float) or file_gb <= 0
-    ):
-        raise _FieldError("file_gb", "expected a number of GB > 0")
     return CatalogEntry(
-        name=tag["tag"],
+        name=tag.tag,
         fields=fields_,
         description=f"Ollama: {spec.description or spec.name} ({q.name})",
         source="ollama",
-        weights_bytes=float(file_gb) * GB if file_gb else None,
+        weights_bytes=tag.file_gb * GB if tag.file_gb else None,
     )
 
 
@@ -658,7 +599,7 @@ def _load_workloads(src: _Source, data: Mapping[str, Any], source: str) -> None:
             continue
         name = raw.get("name")
         if not isinstance(name, str) or not name.strip():
-            src.error("workload", i, "name", "a workload needs a name")
+            src.error(("workload", i), "name", "a workload needs a name")
             continue
         values, problems = cat.validate_params(raw, ignore=_ENTRY_META)
         try:
@@ -674,13 +615,12 @@ def _load_workloads(src: _Source, data: Mapping[str, Any], source: str) -> None:
                 problems.append(("reference_gb", str(exc)))
         if problems:
             for key, message in problems:
-                src.error("workload", i, key, message)
+                src.error(("workload", i), key, message)
             continue
         existing = cat.find(name) if name not in cat.entries else cat.entries[name]
         if existing is None and "memory_gb" not in values and "model" not in values:
             src.error(
-                "workload",
-                i,
+                ("workload", i),
                 "name",
                 f"{name!r} is not in the catalog: a new workload needs memory_gb or a model",
             )
@@ -740,6 +680,10 @@ def _add_local(cat: Catalog, models: Iterable[disc.LocalModel]) -> None:
         _add_entry(cat, entry)
 
 
+def _user_dir(path: str | None) -> Path | None:
+    return Path(os.path.expanduser(path)) if path else None
+
+
 def load_catalog(
     user_file: Path | bool | None = None,
     *,
@@ -761,58 +705,44 @@ def load_catalog(
         _load_workloads(src, data, "reference" if fname == "reference.toml" else "builtin")
 
     user_path = user_catalog_path(env) if user_file is None or user_file is True else user_file
-    user_data: dict[str, Any] = {}
+    user = CatalogFile()
     user_src: _Source | None = None
     if isinstance(user_path, Path) and user_path.is_file():
         try:
             user_data, text = read_toml(user_path)
-            user_src = _Source(cat, user_path, text, str(user_path))
-            cat.files.append(str(user_path))
         except CatalogError as exc:
             cat.errors.append(str(exc))
+        else:
+            user_src = _Source(cat, user_path, text, str(user_path))
+            cat.files.append(str(user_path))
+            user, problems = read_catalog_file(user_data, str(user_path), text)
+            cat.errors += [str(p) for p in problems]
+    settings, skip = DiscoverySettings(), set()
     if user_src is not None:
-        _load_quants(user_src, user_data)
-        _load_models(user_src, user_data, "user")
+        _load_quants(user_src, user.model_dump())
+        _load_models(user_src, user.model_dump(), "user")
+        settings, problems, skip = read_discovery(user.discovery, user_src.label, user_src.text)
+        cat.errors += [str(p) for p in problems]
 
-    settings = user_data.get("discovery", {}) if isinstance(user_data.get("discovery"), dict) else {}
-    gguf_dirs = settings.get("gguf_dirs", [])
-    if not (isinstance(gguf_dirs, list) and all(isinstance(d, str) for d in gguf_dirs)):
-        if user_src is not None:
-            line = key_line(user_src.text, _table_line(user_src.text, "discovery"), "gguf_dirs")
-            cat.errors.append(
-                str(CatalogError(user_src.label, line, "gguf_dirs", "expected a list of paths"))
-            )
-        gguf_dirs = []
     if local_models is not None:
         _add_local(cat, local_models)
-    elif discover and settings.get("enabled", True) is not False:
+    elif discover and settings.enabled:
         found = disc.discover(
             env,
-            ollama_dir=Path(os.path.expanduser(settings["ollama_models"]))
-            if settings.get("ollama_models")
-            else None,
-            hf_cache=Path(os.path.expanduser(settings["hf_cache"])) if settings.get("hf_cache") else None,
-            gguf_dirs=[*disc.default_gguf_dirs(env), *(Path(os.path.expanduser(p)) for p in gguf_dirs)],
+            ollama_dir=_user_dir(settings.ollama_models),
+            hf_cache=_user_dir(settings.hf_cache),
+            gguf_dirs=[
+                *disc.default_gguf_dirs(env),
+                *(Path(os.path.expanduser(p)) for p in settings.gguf_dirs),
+            ],
             quant_by_file_type=cat.quant_by_file_type(),
+            skip=skip,
         )
         _add_local(cat, found.models)
         cat.errors += [f"discovery: {e}" for e in found.errors]
 
     if user_src is not None:
-        _load_workloads(user_src, user_data, "user")
-        known = {"quant", "kv_dtype", "model", "workload", "discovery"}
-        for key in user_data:
-            if key not in known:
-                cat.errors.append(
-                    str(
-                        CatalogError(
-                            user_src.label,
-                            None,
-                            key,
-                            "unknown table (expected workload, model, quant or discovery)",
-                        )
-                    )
-                )
+        _load_workloads(user_src, user.model_dump(), "user")
     return cat
 
 

@@ -3,11 +3,17 @@ catalogs, plan files, the CLI and the What-if form."""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 KINDS = ("inference", "speech", "training", "other")
+# Upper bounds that keep every estimate a finite float: the longest contexts models train on are ~10M tokens;
+# a petabyte is no workload's footprint.
+MAX_TOKENS = 100_000_000
+MAX_MEMORY_GB = 1_000_000.0
 # Shorthands accepted for `kind` in plan files: kind = "vllm" means an inference workload served by vLLM.
 KIND_ALIASES = {
     "llm": "inference",
@@ -87,7 +93,13 @@ PARAMS: tuple[ParamSpec, ...] = (
         "duty", "float", "Duty cycle", "share of the time it keeps the GPU busy", minimum=0.0, maximum=1.0
     ),
     ParamSpec(
-        "memory_gb", "float", "Memory", "a measured footprint: replaces the estimate", minimum=0.0, unit="GB"
+        "memory_gb",
+        "float",
+        "Memory",
+        "a measured footprint: replaces the estimate",
+        minimum=0.0,
+        maximum=MAX_MEMORY_GB,
+        unit="GB",
     ),
     ParamSpec("model", "choice", "Model", "a model preset or a model found on this machine", scope="model"),
     ParamSpec("engine", "choice", "Engine", "what serves the model", ENGINES, scope="inference"),
@@ -98,6 +110,7 @@ PARAMS: tuple[ParamSpec, ...] = (
         "Context",
         "context length per sequence",
         minimum=1,
+        maximum=MAX_TOKENS,
         unit="tokens",
         scope="inference",
     ),
@@ -133,7 +146,14 @@ PARAMS: tuple[ParamSpec, ...] = (
         "batch", "int", "Batch", "micro-batch size per step", minimum=1, maximum=65536, scope="training"
     ),
     ParamSpec(
-        "seq_len", "int", "Sequence length", "tokens per sample", minimum=1, unit="tokens", scope="training"
+        "seq_len",
+        "int",
+        "Sequence length",
+        "tokens per sample",
+        minimum=1,
+        maximum=MAX_TOKENS,
+        unit="tokens",
+        scope="training",
     ),
     ParamSpec(
         "precision",
@@ -237,7 +257,9 @@ def _to_int(value: Any) -> int:
         return int(value)
     if isinstance(value, str):
         text = value.strip().lower().replace("_", "").replace(",", "")
-        m = re.fullmatch(r"(\d+(?:\.\d+)?)([km]?)", text)
+        # A sign is read too, so `-4` is refused by the range check ("must be at least 1"), not as "not an
+        # integer"; the digits are bounded so a 400-digit number cannot overflow a float later.
+        m = re.fullmatch(r"([-+]?\d{1,15}(?:\.\d+)?)([km]?)", text)
         if m:
             number = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2)]
             if number.is_integer():
@@ -248,14 +270,17 @@ def _to_int(value: Any) -> int:
 def _to_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a number")
+    number: float | None = None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            pass
-    raise ValueError("expected a number")
+        number = float(value)
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = float(value.strip())
+    if number is None:
+        raise ValueError("expected a number")
+    if not math.isfinite(number):
+        raise ValueError(f"must be a finite number, not {number}")
+    return number
 
 
 def _to_bool(value: Any) -> bool:
@@ -320,6 +345,13 @@ def coerce(spec: ParamSpec, value: Any, choices: tuple[str, ...] | list[str] | N
     if spec.maximum is not None and out > spec.maximum:
         raise ValueError(f"must be at most {spec.maximum:g}")
     return out
+
+
+def kind_label(kind: str, engine: str | None) -> str:
+    """What a KIND column shows: the engine of an inference workload ("llm" for a generic server)."""
+    if kind != "inference":
+        return kind
+    return "llm" if engine in (None, "other") else engine
 
 
 def engine_from_kind(value: Any) -> str | None:

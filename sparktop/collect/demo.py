@@ -27,6 +27,8 @@ from sparktop.collect.nvml import unified_unsupported
 from sparktop.model import (
     GB,
     GIB,
+    MB,
+    MIB,
     CgroupMemory,
     ContainerInfo,
     DockerStatus,
@@ -41,9 +43,6 @@ from sparktop.model import (
     ServiceReport,
     Snapshot,
 )
-
-MIB = 1024**2
-MB = 1000**2
 
 DEMO_SCENARIOS: dict[str, str] = {
     "default": "audio pipeline + Ollama llama3.1:70b + a training run whose memory creeps (~1.3 GB/min)",

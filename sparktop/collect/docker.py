@@ -29,6 +29,7 @@ import requests.exceptions
 
 from sparktop.collect.control import ControlError, StopTimeout
 from sparktop.model import ContainerInfo, DockerStatus
+from sparktop.text import one_line
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 GROUP_HINT = "add yourself to the docker group: sudo usermod -aG docker $USER"
@@ -121,15 +122,13 @@ def classify(exc: BaseException) -> str:
     return "other"
 
 
-def _one_line(text: object, limit: int = 160) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+MESSAGE_LIMIT = 160  # characters of an engine's error message kept in a status line
 
 
 def _api_explanation(exc: BaseException) -> str:
     if isinstance(exc, docker.errors.APIError):
-        return _one_line(exc.explanation or exc)
-    return _one_line(exc)
+        return one_line(exc.explanation or exc, MESSAGE_LIMIT)
+    return one_line(exc, MESSAGE_LIMIT)
 
 
 # --- discovery ----------------------------------------------------------------------------------------------
@@ -364,10 +363,10 @@ class DockerController:
         if kind == "timeout":
             return ControlError(f"Docker engine stopped answering: no reply within {self.api_timeout:g} s")
         if kind == "disconnected":
-            return ControlError(f"Docker engine stopped answering: {_one_line(_root_cause(exc), 120)}")
+            return ControlError(f"Docker engine stopped answering: {one_line(_root_cause(exc), 120)}")
         if kind == "api":
             return ControlError(f"Docker refused: {_api_explanation(exc)}")
-        return ControlError(f"Docker error: {_one_line(exc)}")
+        return ControlError(f"Docker error: {one_line(exc, MESSAGE_LIMIT)}")
 
     def close_client_quietly(self) -> None:
         # Called with or without the lock held by the caller's thread; the client is rebuilt on next use.

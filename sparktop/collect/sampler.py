@@ -31,6 +31,7 @@ from sparktop.model import (
     ProcessInfo,
     Snapshot,
 )
+from sparktop.text import one_line
 
 __all__ = ["LiveSource"]
 
@@ -42,10 +43,6 @@ class GpuCollector(Protocol):
 class ContainerDiscovery(Protocol):
     def containers(self) -> tuple[dict[str, dict[str, Any]], DockerStatus]: ...
 
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 _PSS_RSS_SLACK = 8 * 1024**2  # RSS may move this much (or 2 %) before a PSS read earlier counts as stale
@@ -134,14 +131,14 @@ class LiveSource:
 
                 self._nvml = NvmlCollector()
             except Exception as exc:  # ImportError, or a library that blows up on load
-                self._nvml_error = f"NVML collector unavailable: {_one_line(exc)}"
+                self._nvml_error = f"NVML collector unavailable: {one_line(exc)}"
         if self._nvml is None:
             return GpuReport(available=False, reason=self._nvml_error)
         try:
             return self._nvml.collect()
         except Exception as exc:
-            errors.append(f"NVML: {_one_line(exc)}")
-            return GpuReport(available=False, reason=f"NVML error: {_one_line(exc)}")
+            errors.append(f"NVML: {one_line(exc)}")
+            return GpuReport(available=False, reason=f"NVML error: {one_line(exc)}")
 
     def defer_discovery(self) -> None:
         """The next sample skips Docker discovery (containers by id, status not known yet), the one after
@@ -159,14 +156,14 @@ class LiveSource:
 
                 self._docker = DockerDiscovery()
             except Exception as exc:
-                self._docker_error = f"Docker discovery unavailable: {_one_line(exc)}"
+                self._docker_error = f"Docker discovery unavailable: {one_line(exc)}"
         if self._docker is None:
             return {}, DockerStatus(available=False, reason=self._docker_error)
         try:
             return self._docker.containers()
         except Exception as exc:
-            errors.append(f"Docker: {_one_line(exc)}")
-            return {}, DockerStatus(available=False, reason=f"Docker error: {_one_line(exc)}")
+            errors.append(f"Docker: {one_line(exc)}")
+            return {}, DockerStatus(available=False, reason=f"Docker error: {one_line(exc)}")
 
     # --- one tick -------------------------------------------------------------------------------------------
 
@@ -238,7 +235,7 @@ class LiveSource:
         try:
             processes = self.scanner.scan()
         except OSError as exc:  # /proc itself unreadable
-            errors.append(f"cannot list {self.proc_root}: {_one_line(exc)}")
+            errors.append(f"cannot list {self.proc_root}: {one_line(exc)}")
             processes = []
         gpu = self._gpu(errors)
         gpu_by_pid = gpu.gpu_bytes_by_pid()

@@ -20,10 +20,9 @@ from prometheus_client.registry import Collector
 from sparktop import __version__
 from sparktop.analysis.pressure import PressureLevel
 from sparktop.exporter.state import NodeState, SamplingLoop
-from sparktop.model import SNAPSHOT_VERSION, ContainerInfo, Snapshot
+from sparktop.model import MIB, SNAPSHOT_VERSION, ContainerInfo, Snapshot
 from sparktop.text import visible
 
-MIB = 1024**2
 PRESSURE_LEVEL_VALUE = {PressureLevel.OK: 0, PressureLevel.WARN: 1, PressureLevel.CRITICAL: 2}
 CONSUMER_LABELS = [
     "host",

@@ -12,7 +12,6 @@ from sparktop.analysis.estimate import (
     estimate_fixed,
     estimate_inference,
     estimate_training,
-    fmt_gb,
     system_base,
 )
 from sparktop.analysis.verdict import (
@@ -32,6 +31,7 @@ from sparktop.analysis.verdict import (
     worse,
 )
 from sparktop.catalog.loader import Catalog
+from sparktop.format import fmt_est
 from sparktop.plan.live_gpu import DeviceMemory, device_memory, has_gpu, running_gpu_loads
 from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
 
@@ -69,7 +69,7 @@ class Baseline:
             pool=float(mem.total),
             source="live",
             sm_count=sm or DEFAULT_SM_COUNT,
-            description=f"live: {fmt_gb(mem.used)} in use now (MemTotal - MemAvailable) on "
+            description=f"live: {fmt_est(mem.used)} in use now (MemTotal - MemAvailable) on "
             f"{snap.hostname or 'this machine'}",
             gpu=has_gpu(snap),
             gpu_reason=(snap.gpu.reason or "") if snap.gpu else "",
@@ -375,7 +375,7 @@ def evaluate(
         gpu_used = Range.exact(baseline.device.used)
         gpu_fit = fit_verdict(gpu_used, [(r.name, r.estimate.side_total("gpu")) for r in items], gpu_lines)
         notes.append(
-            f"discrete GPU ({baseline.device.name}, {fmt_gb(baseline.device.total)}): GPU-side memory is "
+            f"discrete GPU ({baseline.device.name}, {fmt_est(baseline.device.total)}): GPU-side memory is "
             f"planned against it (lines at {DEVICE_SAFE_SHARE:.0%} / {DEVICE_AGGRESSIVE_SHARE:.0%}), "
             "the host side against RAM"
         )
@@ -383,7 +383,7 @@ def evaluate(
         fit = fit_verdict(baseline.used, [(r.name, r.total) for r in items], lines)
     if lines.scaled:
         notes.append(
-            f"this machine's pool is {fmt_gb(lines.pool)}: the safe and aggressive lines are "
+            f"this machine's pool is {fmt_est(lines.pool)}: the safe and aggressive lines are "
             f"scaled from 80/100 of 128 GB"
         )
     for r in items:

@@ -18,54 +18,48 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from sparktop.catalog.loader import Catalog, header_lines, key_line, toml_error
+from sparktop.catalog.loader import Catalog
 from sparktop.catalog.params import PARAMS
 from sparktop.plan.model import Plan, PlanError
+from sparktop.settings.files import SettingsError, read_text
+from sparktop.settings.plan import read_plan_tables
 
 HEADER = "# sparktop what-if plan: `sparktop plan --file THIS.toml` evaluates it; sizes in GB (1e9 bytes)\n"
 
 
 def loads_plan(text: str, catalog: Catalog, source: str = "<plan>") -> Plan:
-    """A plan from TOML text; PlanError ("FILE:LINE: field 'x': message") on the first problem."""
+    """A plan from TOML text; PlanError (`FILE:LINE: key: message`) on the first problem."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line, message = toml_error(exc, text)
-        raise PlanError(f"invalid TOML: {message}", line=line, source=source) from None
-    for key in data:
-        if key != "workload":
-            raise PlanError("unknown table (a plan holds [[workload]] tables)", field=key, source=source)
-    items = data.get("workload", [])
-    if not isinstance(items, list):
-        raise PlanError("expected [[workload]] tables", field="workload", source=source)
-    headers = header_lines(text, "workload")
+        tables, lines = read_plan_tables(text, source)
+    except SettingsError as exc:
+        raise PlanError(exc.message, field=exc.key, line=exc.line, source=source) from None
     plan = Plan(catalog)
-    for i, raw in enumerate(items):
-        start = headers[i] if i < len(headers) else None
+    for i, (start, raw) in enumerate(tables):
         params = dict(raw)
         name = params.pop("name", None)
         if name is not None and not isinstance(name, str):
             raise PlanError(
-                "expected a string", field="name", line=key_line(text, start, "name"), source=source
-            )
+                f"expected a string, not {name!r}", field="name", line=lines.line(("workload", i, "name")),
+                source=source,
+            )  # fmt: skip
         try:
             plan.add(name, **params).line = start
         except PlanError as exc:
-            line = key_line(text, start, exc.field) if exc.field else start
+            line = lines.line(("workload", i, exc.field)) if exc.field else start
             raise exc.located(source, line) from None
     return plan
 
 
 def load_plan(path: str | Path, catalog: Catalog) -> Plan:
+    """A plan file; PlanError for anything wrong with it: unreadable, not UTF-8 (with the line), not TOML."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PlanError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        text = read_text(path)
+    except SettingsError as exc:
+        raise PlanError(exc.message, line=exc.line, source=str(path)) from None
     return loads_plan(text, catalog, str(path))
 
 

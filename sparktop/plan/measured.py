@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sparktop.analysis.estimate import Estimate, Range, estimate_fixed, fmt_gb
+from sparktop.analysis.estimate import Estimate, Range, estimate_fixed
 from sparktop.analysis.headroom import vllm_startup_check
 from sparktop.footprints import Footprint
+from sparktop.format import fmt_est
 from sparktop.model import Snapshot
 from sparktop.plan.model import Workload
 
@@ -50,7 +51,7 @@ def _names(w: Workload) -> set[str]:
 
 def measured_line(fp: Footprint) -> str:
     day = time.strftime("%Y-%m-%d", time.localtime(fp.peak_at))
-    return f"measured here: peak {fmt_gb(fp.peak_bytes)} on {day}"
+    return f"measured here: peak {fmt_est(fp.peak_bytes)} on {day}"
 
 
 @dataclass
@@ -96,7 +97,7 @@ class LiveFacts:
         fp = self.measured(w)
         if fp is not None:
             if self.use_measured:
-                detail = f"{measured_line(fp)} (the estimate said {fmt_gb(est.total.mid)})"
+                detail = f"{measured_line(fp)} (the estimate said {fmt_est(est.total.mid)})"
                 # A measured peak already holds the CUDA context: nothing is added to it.
                 est = estimate_fixed(Range.exact(float(fp.peak_bytes)), "measured peak", detail, gpu=False)
                 notes.append(f"{measured_line(fp)}: planned with it, not the estimate")
@@ -108,17 +109,17 @@ class LiveFacts:
                 what, nbytes = held
                 rest = max(0.0, est.total.mid - nbytes)
                 notes.append(
-                    f"already running ({what}, {fmt_gb(nbytes)} now): the live baseline holds it, so only "
-                    f"the {fmt_gb(rest)} it may still grow is added"
+                    f"already running ({what}, {fmt_est(nbytes)} now): the live baseline holds it, so only "
+                    f"the {fmt_est(rest)} it may still grow is added"
                 )
                 est = estimate_fixed(
                     Range(max(0.0, est.total.low - nbytes), rest, max(0.0, est.total.high - nbytes)),
                     "growth beyond what it holds now",
-                    f"{what} already holds {fmt_gb(nbytes)}",
+                    f"{what} already holds {fmt_est(nbytes)}",
                     gpu=False,
                 )
         if live and w.engine == "vllm" and self.snapshot is not None and self.snapshot.gpu.unified_memory:
             util = w.get("gpu_memory_utilization")
             if isinstance(util, int | float) and util > 0 and self.running(w) is None:
-                notes.append(vllm_startup_check(float(util), self.snapshot.memory).message(fmt_gb))
+                notes.append(vllm_startup_check(float(util), self.snapshot.memory).message(fmt_est))
         return est, notes

@@ -16,6 +16,7 @@ from sparktop.analysis.estimate import default_loss
 from sparktop.analysis.verdict import DEFAULT_DUTY
 from sparktop.catalog.loader import Catalog, CatalogEntry, ModelSpec
 from sparktop.catalog.params import PARAMS, SPECS, ParamSpec, canonical_key, engine_from_kind
+from sparktop.settings.files import format_problem
 
 # Ollama's default context before 0.15.5, and the reference's assumption; 0.15.5+ picks 262144 on machines
 # with 48 GiB of GPU memory or more (a Spark) unless OLLAMA_CONTEXT_LENGTH or num_ctx says otherwise.
@@ -59,12 +60,8 @@ class PlanError(ValueError):
         super().__init__(self._text())
 
     def _text(self) -> str:
-        where = ""
-        if self.source:
-            where = f"{self.source}:{self.line}: " if self.line else f"{self.source}: "
-        what = f"field '{self.field}': " if self.field else ""
         hint = f" (did you mean {' or '.join(self.suggestions)}?)" if self.suggestions else ""
-        return f"{where}{what}{self.message}{hint}"
+        return format_problem(self.source, self.line, self.field, f"{self.message}{hint}")
 
     def located(self, source: str, line: int | None) -> PlanError:
         return PlanError(

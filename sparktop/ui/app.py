@@ -36,10 +36,10 @@ from sparktop.analysis.pressure import PressureAssessment, PressureLevel, Pressu
 from sparktop.analysis.served import model_rows, split_models
 from sparktop.analysis.trend import CreepAlert, collecting_s, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource, SourceExhausted
-from sparktop.config import Config
 from sparktop.format import fmt_size
 from sparktop.machine import machine_label
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.settings.config import Config
 from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH, terminal_gone
 from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
@@ -64,6 +64,7 @@ from sparktop.ui.widgets.tables import (
     process_rows,
 )
 
+MAX_MESSAGES = 200  # the messages screen keeps the latest this many
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
@@ -106,6 +107,7 @@ class SparktopApp(App[None]):
         Binding("plus,equals_sign", "faster", "Interval", key_display="+/-"),
         Binding("minus", "slower", "Slower", show=False),
         Binding("t", "next_theme", "Theme", show=False),
+        Binding("M", "messages", "Messages", show=False),
         Binding("1", "show_tab('dashboard')", "Dashboard", show=False),
         Binding("2", "show_tab('containers')", "Containers", show=False),
         Binding("3", "show_tab('processes')", "Processes", show=False),
@@ -160,6 +162,7 @@ class SparktopApp(App[None]):
         self.pressure = PressureTracker()
         self.process_trends = RowTrends(window_s=CREEP_WINDOW_S)
         self._startup_messages = list(startup_messages)
+        self.messages: list[tuple[str, str, str]] = []  # (time, title, text) of each warning and error
         self._on_first_frame = on_first_frame
         self._spark_themes, theme_errors = load_themes(user_theme_dir)
         self._startup_messages.extend(theme_errors)
@@ -198,7 +201,14 @@ class SparktopApp(App[None]):
         error messages that others control (a process named `[/b]x` would end the app as markup)."""
         if not markup:
             message, title = visible_lines(message), visible(title)
+        if severity in ("warning", "error"):  # kept for the messages screen (M): toasts fade
+            self.remember(message, title)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def remember(self, message: str, title: str = "") -> None:
+        """Keep a warning for the messages screen (M) without a toast (the 4th and later of a burst)."""
+        self.messages.append((time.strftime("%H:%M:%S"), visible(title), visible_lines(message)))
+        del self.messages[:-MAX_MESSAGES]
 
     # -- layout ----------------------------------------------------------------------------------------------
 
@@ -255,6 +265,8 @@ class SparktopApp(App[None]):
         self._apply_size(self.size.width, self.size.height)
         for message in self._startup_messages:
             self.notify(message, title="sparktop", severity="warning", timeout=12)
+        if self._startup_messages:
+            self.notify("M shows these messages again", timeout=12)
         for _ in range(self.warmup):
             try:
                 snapshot = self.source.sample()
@@ -655,6 +667,12 @@ class SparktopApp(App[None]):
         slower = [i for i in INTERVALS if i > self.interval + 1e-9]
         self._set_interval(slower[0] if slower else self.interval)
 
+    def action_messages(self) -> None:
+        from sparktop.ui.screens.messages import MessagesScreen
+
+        if not isinstance(self.screen, MessagesScreen):
+            self.push_screen(MessagesScreen(self.messages))
+
     def action_next_theme(self) -> None:
         names = list(self._spark_themes)
         if not names:
@@ -724,7 +742,7 @@ class SparktopApp(App[None]):
         )
         yield SystemCommand("Refresh faster", "Shorter sampling interval (+)", self.action_faster)
         yield SystemCommand("Refresh slower", "Longer sampling interval (-)", self.action_slower)
-        yield SystemCommand("Next sparktop theme", "Cycle dark, light, high contrast, NVIDIA (t)",
+        yield SystemCommand("Next sparktop theme", "Cycle the themes in name order (t)",
                             self.action_next_theme)  # fmt: skip
         yield SystemCommand(
             "Filter tables", "Filter containers and processes by text (/)", self.action_filter
@@ -746,3 +764,7 @@ class SparktopApp(App[None]):
             lambda: self.action_show_tab("whatif"),
         )  # fmt: skip
         yield SystemCommand("Help", "Keys and how to read the dashboard (?)", self.action_help)
+        yield SystemCommand(
+            "Messages", "Every warning and error since start: config, themes, catalog, plans (M)",
+            self.action_messages,
+        )  # fmt: skip

@@ -26,8 +26,8 @@ from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from sparktop.cluster.model import ClusterError, NodeView
-from sparktop.config import Config
 from sparktop.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size, unit_size
+from sparktop.settings.config import Config
 from sparktop.text import visible as plain
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane

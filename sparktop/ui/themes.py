@@ -17,22 +17,18 @@ a bad one is skipped with a message naming the file and the key, never a traceba
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 
 from textual.color import Color, ColorParseError
+from textual.css.styles import Styles
 from textual.theme import Theme
 
-from sparktop.config import config_dir
+from sparktop.settings.files import SettingsError, read_text, user_theme_dir
+from sparktop.settings.theme import PALETTE_KEYS, ThemeChecks, read_theme
 
 DEFAULT_THEME = "sparktop-dark"
-
-_THEME_COLORS = ("primary", "secondary", "accent", "warning", "error", "success",
-                 "foreground", "background", "surface", "panel", "boost")  # fmt: skip
-_TOP_KEYS = {"name", "dark", "description", "colors", "sparktop", "variables"}
-
 
 class ThemeError(ValueError):
     """One readable line: which file, which key, what is wrong."""
@@ -57,7 +53,7 @@ class Palette:
         return {"ok": self.ok, "warn": self.warn, "critical": self.critical}.get(str(level), self.ok)
 
 
-_PALETTE_KEYS = {f.name for f in fields(Palette)}
+assert {f.name for f in fields(Palette)} == set(PALETTE_KEYS)
 
 _DEFAULT_SEGMENTS = ("#4e9ae6", "#e8a33d", "#59c08a", "#c46fd8", "#e0635c", "#4fc4c9", "#d8c550", "#8d8de0")
 
@@ -90,67 +86,42 @@ def derive_palette(theme: Theme) -> Palette:
     )
 
 
-def _color(source: str, key: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ThemeError(f"{source}: key {key}: expected a colour string, not {value!r}")
+def _colour(value: str) -> str:
     try:
         return _hex(value)
     except ColorParseError:
-        raise ThemeError(f"{source}: key {key}: {value!r} is not a colour") from None
+        raise ValueError(f"{value!r} is not a colour") from None
 
 
-_TOML_LINE = re.compile(r"^(?P<msg>.*?)\s*\(at line (?P<line>\d+), column \d+\)$")
+_VARIABLE_REF = re.compile(r"\$[A-Za-z0-9_-]+")
+
+
+def _variable(name: str, value: str) -> None:
+    """A CSS variable's value must parse where Textual will put it: a text style for `*-style*`, else a colour
+    (`auto 87%`, `initial` and `$other` references included). Checked here, so a bad one never reaches the
+    stylesheet, where it would end the app."""
+    if any(ch in value for ch in ";{}\n"):
+        raise ValueError(f"{value!r} is not a single value")
+    prop = "text-style" if "style" in name.split("-") else "color"
+    try:
+        Styles.parse(f"{prop}: {_VARIABLE_REF.sub('red', value)};", ("theme", name))
+    except Exception:  # the tokenizer, the parser or the property refusing it: not a value here
+        what = "text style" if prop == "text-style" else "colour"
+        raise ValueError(f"{value!r} is not a {what}") from None
+
+
+_CHECKS = ThemeChecks(colour=_colour, variable=_variable)
 
 
 def parse_theme(text: str, source: str) -> SparkTheme:
-    """Validate one theme file's text; raise ThemeError naming `source` and the offending key."""
+    """Validate one theme file's text (every colour and variable); raise ThemeError naming `source`, the line
+    and the offending key."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = _TOML_LINE.match(str(exc))
-        raise ThemeError(
-            f"{source} line {match['line']}: {match['msg']}" if match else f"{source}: {exc}"
-        ) from None
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise ThemeError(f"{source}: unknown key {key!r} (expected {', '.join(sorted(_TOP_KEYS))})")
-    name = data.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise ThemeError(f"{source}: key name: missing or not a plain name (letters, digits, - _ .)")
-    dark = data.get("dark", True)
-    if not isinstance(dark, bool):
-        raise ThemeError(f"{source}: key dark: expected true or false, not {dark!r}")
-    colors = data.get("colors")
-    if not isinstance(colors, dict):
-        raise ThemeError(f"{source}: key colors: missing table [colors]")
-    for key in colors:
-        if key not in _THEME_COLORS:
-            raise ThemeError(f"{source}: key colors.{key}: unknown (expected {', '.join(_THEME_COLORS)})")
-    if "primary" not in colors:
-        raise ThemeError(f"{source}: key colors.primary: missing")
-    theme_colors = {key: _color(source, f"colors.{key}", value) for key, value in colors.items()}
-    variables = data.get("variables", {})
-    if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
-        raise ThemeError(f"{source}: key variables: expected a table of strings")
-    theme = Theme(name=name, dark=dark, variables=dict(variables), **theme_colors)
-
-    palette = derive_palette(theme)
-    extra = data.get("sparktop", {})
-    if not isinstance(extra, dict):
-        raise ThemeError(f"{source}: key sparktop: expected a table [sparktop]")
-    overrides: dict[str, object] = {}
-    for key, value in extra.items():
-        if key not in _PALETTE_KEYS:
-            raise ThemeError(
-                f"{source}: key sparktop.{key}: unknown (expected {', '.join(sorted(_PALETTE_KEYS))})"
-            )
-        if key == "segments":
-            if not isinstance(value, list) or not value:
-                raise ThemeError(f"{source}: key sparktop.segments: expected a non-empty list of colours")
-            overrides[key] = tuple(_color(source, f"sparktop.segments[{i}]", v) for i, v in enumerate(value))
-        else:
-            overrides[key] = _color(source, f"sparktop.{key}", value)
-    palette = Palette(**{**palette.__dict__, **overrides})
+        spec = read_theme(text, source, _CHECKS)
+    except SettingsError as exc:
+        raise ThemeError(str(exc)) from None
+    theme = Theme(name=spec.name, dark=spec.dark, variables=dict(spec.variables), **spec.theme_colors())
+    palette = Palette(**{**derive_palette(theme).__dict__, **spec.palette_overrides()})
     return SparkTheme(theme=theme, palette=palette, source=source)
 
 
@@ -170,13 +141,9 @@ def _builtin_files() -> list[tuple[str, str]]:
     return [(f"themes/{p.name}", p.read_text(encoding="utf-8")) for p in sorted(repo.glob("*.toml"))]
 
 
-def user_theme_dir() -> Path:
-    return config_dir() / "themes"
-
-
 def load_themes(user_dir: Path | None = None) -> tuple[dict[str, SparkTheme], list[str]]:
-    """All valid themes by name (user files override shipped ones of the same name) and one message per
-    file that was skipped."""
+    """All valid themes by name, in name order (the order `t` cycles them and the command palette lists
+    them; user files override shipped ones of the same name), and one message per file that was skipped."""
     themes: dict[str, SparkTheme] = {}
     errors: list[str] = []
     sources = _builtin_files()
@@ -184,9 +151,9 @@ def load_themes(user_dir: Path | None = None) -> tuple[dict[str, SparkTheme], li
     if folder.is_dir():
         for path in sorted(folder.glob("*.toml")):
             try:
-                sources.append((str(path), path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                errors.append(f"{path}: cannot read ({exc})")
+                sources.append((str(path), read_text(path)))
+            except SettingsError as exc:
+                errors.append(str(exc))
     for source, text in sources:
         try:
             spark = parse_theme(text, source)
@@ -194,4 +161,4 @@ def load_themes(user_dir: Path | None = None) -> tuple[dict[str, SparkTheme], li
             errors.append(str(exc))
             continue
         themes[spark.theme.name] = spark
-    return themes, errors
+    return dict(sorted(themes.items())), errors

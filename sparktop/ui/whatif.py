@@ -24,6 +24,7 @@ from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
 from sparktop.analysis.accounting import account
+from sparktop.catalog.params import kind_label
 from sparktop.model import Accounting, Consumer, Snapshot
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
@@ -48,28 +49,6 @@ class WhatIfContext:
     max_bytes: int
     units: str
     palette: Palette
-
-
-def kind_label(kind: str, engine: str | None) -> str:
-    if kind != "inference":
-        return kind
-    return "llm" if engine in (None, "other") else engine
-
-
-def parse_filter(text: str) -> tuple[str, str | None, str | None]:
-    """Filter words, with `kind:training` and `source:local` narrowing the list."""
-    from sparktop.catalog.params import KINDS
-
-    words, kind, source = [], None, None
-    for word in text.split():
-        key, _, value = word.partition(":")
-        if key.lower() == "kind" and value:
-            kind = next((k for k in KINDS if k.startswith(value.lower())), value.lower())
-        elif key.lower() == "source" and value:
-            source = value.lower()
-        else:
-            words.append(word)
-    return " ".join(words), kind, source
 
 
 def entry_sizes(catalog: Catalog) -> dict[str, float]:
@@ -201,6 +180,11 @@ class WhatIfPane(Vertical):
             self.plan = Plan(catalog)
         for error in catalog.errors[:3]:
             self.app.notify(error, title="catalog", severity="warning", timeout=8)
+        remember = getattr(self.app, "remember", None)
+        if len(catalog.errors) > 3 and remember is not None:
+            for error in catalog.errors[3:]:
+                remember(error, "catalog")
+            self.app.notify(f"{len(catalog.errors) - 3} more catalog problems: M shows them all", timeout=8)
         self._fill_catalog()
         self._update()
 
@@ -209,8 +193,9 @@ class WhatIfPane(Vertical):
 
         if self.catalog is None:
             return
-        words, kind, source = parse_filter(self.query_one("#whatif-filter", Input).value)
-        entries = sorted(self.catalog.list(words, kind=kind, source=source), key=lambda e: e.name.lower())
+        entries = sorted(
+            self.catalog.list(self.query_one("#whatif-filter", Input).value), key=lambda e: e.name.lower()
+        )
         options = []
         for e in entries:
             size = self.sizes.get(e.name)
@@ -353,20 +338,20 @@ class WhatIfPane(Vertical):
         self._draw_verdicts()
 
     def _draw_head(self, baseline: Baseline) -> None:
-        from sparktop.analysis.estimate import fmt_gb
+        from sparktop.format import fmt_est
 
-        pool = f"pool {fmt_gb(baseline.pool)}"
+        pool = f"pool {fmt_est(baseline.pool)}"
         if baseline.source == "live":
             host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
             head = Content.from_markup(
                 "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
-                used=fmt_gb(baseline.used.mid), host=host, pool=pool,
+                used=fmt_est(baseline.used.mid), host=host, pool=pool,
             )  # fmt: skip
             hint = "What runs now is already counted: add only what is not running yet."
         else:
             why = " (no live sample yet)" if self.baseline_mode == "live" else ""
             head = (
-                f"Baseline [b]clean machine[/b]{why}: Linux + Docker, {fmt_gb(baseline.used.mid)} ({pool})  "
+                f"Baseline [b]clean machine[/b]{why}: Linux + Docker, {fmt_est(baseline.used.mid)} ({pool})  "
                 "[dim]b: live[/dim]"
             )
             hint = "Planned as if nothing else ran: the bar shows the system overhead only."

@@ -20,9 +20,9 @@ import pytest
 
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
 from sparktop.collect.sampler import LiveSource
-from sparktop.config import Config
 from sparktop.format import fmt_bytes
 from sparktop.model import GpuReport
+from sparktop.settings.config import Config
 from sparktop.ui.app import ContainersTable, SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop import READ_ONLY

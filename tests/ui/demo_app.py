@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from sparktop.collect.demo import DemoSource
-from sparktop.config import Config
+from sparktop.settings.config import Config
 from sparktop.ui.app import SparktopApp
 
 # The status line shows the snapshot's time of day: make it the same on every machine.

@@ -9,8 +9,8 @@ from textual.widgets import Input, TabbedContent
 
 from sparktop.collect.demo import DemoSource
 from sparktop.collect.source import SourceExhausted
-from sparktop.config import Config
 from sparktop.model import GpuReport, Snapshot
+from sparktop.settings.config import Config
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.screens.help import HelpScreen
 from sparktop.ui.widgets.budget_bar import BarState, BudgetBar

@@ -18,8 +18,8 @@ from textual.widgets import TabbedContent
 
 from sparktop.collect.demo import DemoSource
 from sparktop.collect.sampler import LiveSource
-from sparktop.config import Config
 from sparktop.model import DockerStatus, GpuReport, Snapshot
+from sparktop.settings.config import Config
 from sparktop.text import has_raw_controls
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.widgets.tables import process_key

@@ -10,7 +10,7 @@ from textual.widgets import Footer
 
 from sparktop.collect.demo import DemoSource
 from sparktop.collect.replay import Recorder, ReplaySource
-from sparktop.config import Config
+from sparktop.settings.config import Config
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop import READ_ONLY

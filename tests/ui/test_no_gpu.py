@@ -12,8 +12,8 @@ from sparktop.analysis.accounting import account
 from sparktop.cli import main
 from sparktop.collect.demo import DemoSource
 from sparktop.collect.replay import Recorder
-from sparktop.config import Config
 from sparktop.model import GpuReport, Snapshot
+from sparktop.settings.config import Config
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 

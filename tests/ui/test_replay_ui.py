@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparktop.collect.replay import ReplaySource
-from sparktop.config import Config
+from sparktop.settings.config import Config
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.unit.test_replay_playback import demo_snapshots, write

@@ -6,7 +6,7 @@ the report (snapshot_report.html) before committing them.
 
 from __future__ import annotations
 
-from sparktop.config import Config
+from sparktop.settings.config import Config
 from tests.ui.demo_app import make_app
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sparktop.analysis import accounting
 from sparktop.collect.demo import DemoSource
-from sparktop.config import Config
 from sparktop.model import Snapshot
+from sparktop.settings.config import Config
 from sparktop.ui import app as app_module
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar

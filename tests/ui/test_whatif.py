@@ -284,7 +284,7 @@ async def test_save_confirms_overwrite_and_load_reports_line(tmp_path: Path) -> 
         path_box.value = str(bad)
         await pilot.press("enter")
         message = str(screen.query_one("#message", Static).render())
-        assert message.startswith(f"{bad}:3: field 'context'") and "\n" not in message
+        assert message.startswith(f"{bad}:3: context:") and "\n" not in message
         path_box.value = str(target)
         await pilot.press("enter")
         assert not isinstance(app.screen, PlanFileScreen)

@@ -292,11 +292,11 @@ memory_gb = 3
     )
     cat = load_catalog(environ=env, discover=False)
     path = str(user_catalog_path(env))
-    assert f"{path}:9: field 'batch': expected an integer" in cat.errors
-    assert any(e.startswith(f"{path}:13: field 'kind': expected one of") for e in cat.errors)
-    assert any(e.startswith(f"{path}:17: field 'name':") and "needs memory_gb" in e for e in cat.errors)
-    assert f"{path}:23: field 'contxt': unknown field" in cat.errors
-    assert any(e.startswith(f"{path}:25: field 'hidden':") for e in cat.errors)
+    assert f"{path}:9: batch: expected an integer" in cat.errors
+    assert any(e.startswith(f"{path}:13: kind: expected one of") for e in cat.errors)
+    assert any(e.startswith(f"{path}:17: name:") and "needs memory_gb" in e for e in cat.errors)
+    assert f"{path}:23: contxt: unknown field" in cat.errors
+    assert any(e.startswith(f"{path}:25: hidden:") for e in cat.errors)
     assert len(cat.errors) == 5
     assert cat.find("good-one") and cat.find("also-good")  # the rest still loads
     assert cat.find("bad-batch") is None and cat.find("typo") is None
@@ -314,4 +314,4 @@ def test_invalid_toml_is_reported_with_its_line(tmp_path):
 def test_unknown_user_table_is_reported(tmp_path):
     env = write_user(tmp_path, '[[workloads]]\nname = "x"\n')
     cat = load_catalog(environ=env, discover=False)
-    assert any("field 'workloads': unknown table" in e for e in cat.errors)
+    assert any("workloads: unknown table" in e for e in cat.errors)

@@ -120,3 +120,41 @@ def test_hostile_names_stay_plain_text_on_the_card(node: tuple[SamplingLoop, Exp
     text = card_text(view, 60, "GiB", palette)
     assert "[bold red]boom[/] ^[[2J" in text.plain and "[link=x]host[/link]" in text.plain
     assert "\x1b" not in text.plain
+
+
+def _creeping_state() -> SamplingLoop:
+    loop = SamplingLoop(DemoSource("default", seed=0), 1.0, 80 * GB, 100 * GB)
+    for _ in range(400):  # the training run's creep is detected after a few minutes of simulated time
+        loop.step()
+    assert loop.latest is not None and loop.latest.creep
+    return loop
+
+
+def test_creep_alerts_reach_the_card_from_either_source() -> None:
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from sparktop.cluster.exporters import view_of_state
+    from sparktop.cluster.prometheus import _node_view
+
+    loop = _creeping_state()
+    state = loop.latest
+    assert state is not None
+    alert = state.creep[0]
+    direct = view_of_state("node-a:9877", state)
+    # The same state through the exporter's metrics, read as Prometheus would hand them back.
+    series: dict[str, list[tuple[dict[str, str], float]]] = {}
+    text = generate_latest(ExporterServer(loop, "127.0.0.1", 0).app.registry).decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            series.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    via_prometheus = _node_view("node-a:9877", series)
+    palette = next(iter(load_themes()[0].values())).palette
+    for view in (direct, via_prometheus):
+        assert view.status == "up"
+        (creep,) = [c for c in view.creep if c.label == alert.label]
+        assert creep.rate_bytes_per_s == pytest.approx(alert.rate_bytes_per_s)
+        assert creep.eta_safe_s == pytest.approx(alert.eta_safe_s)
+        shown = card_text(view, 60, "GiB", palette).plain
+        assert f"▲ {alert.label} +" in shown and "/min" in shown
+    assert via_prometheus.used == direct.used and via_prometheus.consumers == direct.consumers

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.config import (
+from sparktop.cli import main
+from sparktop.model import GB
+from sparktop.settings.config import (
     DEFAULT_CONTAINER_COLUMNS,
     Config,
     default_config_path,
     load_config,
 )
-from sparktop.model import GB
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -73,35 +74,42 @@ def test_syntax_error_names_file_and_line_and_uses_defaults(tmp_path):
     config, errors = load_config(path)
     assert config == Config()
     assert len(errors) == 1
-    assert errors[0].startswith(f"{path} line 3: ")
+    assert errors[0].startswith(f"{path}:3: ")
     assert errors[0].endswith("using the defaults")
 
 
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('interval = "fast"', "interval must be a number, not 'fast'"),
-        ("interval = 0.01", "interval must be at least 0.1 seconds"),
-        ("interval = true", "interval must be a number, not True"),
-        ('units = "MB"', "units must be one of GiB, GB"),
-        ("safe_gb = -1", "safe_gb must be greater than 0"),
-        ('container_columns = ["name", "bogus"]', "unknown column 'bogus'"),
-        ("container_columns = []", "container_columns needs at least one column"),
-        ("process_columns = [1, 2]", "process_columns must be a list of column names"),
-        ("read_only = 1", "read_only must be true or false, not 1"),
-        ("colour = 3", "unknown setting 'colour'"),
+        ('interval = "fast"', "interval: must be a number, not 'fast'"),
+        ("interval = 0.01", "interval: must be at least 0.1 and at most 3600 seconds"),
+        ("interval = 5000", "interval: must be at least 0.1 and at most 3600 seconds"),
+        ("interval = inf", "interval: must be a finite number, not inf"),
+        ("interval = nan", "interval: must be a finite number, not nan"),
+        ("interval = true", "interval: must be a number, not True"),
+        ('units = "MB"', "units: must be 'GiB' or 'GB', not 'MB'"),
+        ("safe_gb = -1", "safe_gb: must be above 0"),
+        ("safe_gb = nan", "safe_gb: must be a finite number"),
+        ("max_gb = 1e400", "max_gb: must be a finite number"),
+        ("stop_timeout = -inf", "stop_timeout: must be a finite number"),
+        ("history_hours = 0", "history_hours: must be above 0 and at most 48 hours"),
+        ('container_columns = ["name", "bogus"]', "container_columns: unknown column 'bogus'"),
+        ("container_columns = []", "container_columns: needs at least one column"),
+        ("process_columns = [1, 2]", "process_columns[0]: must be a string, not 1"),
+        ("read_only = 1", "read_only: must be true or false, not 1"),
+        ("colour = 3", "colour: unknown key"),
     ],
 )
 def test_bad_value_reports_file_line_and_keeps_default(tmp_path, line, message):
     path = write(tmp_path, f'theme = "sparktop-nvidia"\n{line}\n')
     config, errors = load_config(path)
     assert len(errors) == 1, errors
-    assert errors[0].startswith(f"{path} line 2: ")
+    assert errors[0].startswith(f"{path}:2: ")
     assert message in errors[0]
     # The bad key keeps its default; the good one is used.
     assert config.theme == "sparktop-nvidia"
     key = line.split("=")[0].strip()
-    if hasattr(Config, key):
+    if key in Config.model_fields:
         assert getattr(config, key) == getattr(Config(), key)
 
 
@@ -109,7 +117,28 @@ def test_max_below_safe_falls_back_to_both_defaults(tmp_path):
     path = write(tmp_path, "safe_gb = 90\nmax_gb = 60\n")
     config, errors = load_config(path)
     assert config.safe_gb == 80.0 and config.max_gb == 100.0
-    assert len(errors) == 1 and f"{path} line 2" in errors[0] and "below safe_gb" in errors[0]
+    assert errors == [
+        f"{path}:2: max_gb: the safe line (90 GB) must be below the aggressive line (60 GB); "
+        "using the defaults for both"
+    ]
+
+
+def test_safe_equal_to_max_is_refused_in_the_file_as_on_the_command_line(tmp_path, capsys):
+    # The file used to accept what the command line refused.
+    path = write(tmp_path, "safe_gb = 90\nmax_gb = 90\n")
+    config, errors = load_config(path)
+    assert (config.safe_gb, config.max_gb) == (80.0, 100.0)
+    assert len(errors) == 1 and errors[0].startswith(f"{path}:2: max_gb: the safe line (90 GB) must be below")
+    assert main(["--demo", "--once", "--safe", "90", "--max", "90"]) == 3
+    assert "--max: the safe line (90 GB) must be below the aggressive line (90 GB)" in capsys.readouterr().err
+
+
+def test_interval_below_the_floor_is_refused_on_the_command_line_as_in_the_file(tmp_path, capsys):
+    # The command line used to accept --interval 0.05, which the file refused.
+    config, errors = load_config(write(tmp_path, "interval = 0.05\n"))
+    assert config.interval == 1.0 and "interval: must be at least 0.1" in errors[0]
+    assert main(["--demo", "--once", "--interval", "0.05"]) == 3
+    assert "--interval: must be at least 0.1 and at most 3600 seconds, not 0.05" in capsys.readouterr().err
 
 
 def test_file_is_never_written(tmp_path):
@@ -122,7 +151,7 @@ def test_file_is_never_written(tmp_path):
 
 def test_unreadable_file(tmp_path):
     path = tmp_path / "config.toml"
-    path.write_bytes(b"\xff\xfe not utf-8")
+    path.write_bytes(b"interval = 2\n\xff\xfe not utf-8")
     config, errors = load_config(path)
     assert config == Config()
-    assert errors and errors[0].startswith(f"{path}: cannot read")
+    assert errors == [f"{path}:2: not UTF-8 text (byte 0xff at offset 13); using the defaults"]

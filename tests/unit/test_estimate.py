@@ -172,7 +172,7 @@ def test_context_is_capped_at_the_trained_length():
         LLAMA_8B, engine="ollama", bits_per_weight=4.85, weights_bytes=4.92e9, context=262144
     )
     assert parts(est)["KV cache"].mid == 16 * GIB
-    assert any("capped" in n for n in est.notes)
+    assert any("capped" in w for w in est.warnings)  # shown without -v too
 
 
 def test_longer_context_and_more_slots_grow_the_kv_cache():

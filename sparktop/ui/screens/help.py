@@ -28,6 +28,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `p` | pause / resume the display (sampling goes on) |
 | `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
+| `M` | messages: every warning since start (problems in the config, theme, catalog and plan files) |
 | `ctrl+p` | command palette: every action by name |
 | `?` | this help |
 | `q` or `ctrl+c` | quit (`ctrl+q` too) |

@@ -20,10 +20,11 @@ from textual.cache import LRUCache
 from textual.widgets import DataTable
 
 from sparktop.analysis.accounting import process_key
+from sparktop.analysis.trend import slope_per_s
 from sparktop.collect.controllers import foreign_engine
-from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in, unit_name
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 
 T = TypeVar("T")
 
@@ -210,12 +211,8 @@ class RowTrends:
         points = self._points.get(key)
         if not points or len(points) < 5 or points[-1][0] - points[0][0] < self.min_span_s:
             return None
-        n = len(points)
-        mt = sum(t for t, _ in points) / n
-        mv = sum(v for _, v in points) / n
-        stt = sum((t - mt) ** 2 for t, _ in points)
-        stv = sum((t - mt) * (v - mv) for t, v in points)
-        return stv / stt * 60 if stt > 0 else None
+        slope = slope_per_s([t for t, _ in points], [v for _, v in points])
+        return None if slope is None else slope * 60
 
 
 def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]:

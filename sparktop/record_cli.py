@@ -1,0 +1,77 @@
+"""`sparktop record FILE`: append snapshots to a JSONL file, for `sparktop --replay FILE`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from sparktop.settings.config import INTERVAL_RANGE, finite_between
+from sparktop.settings.files import SettingsError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparktop.cli import add_source_arguments
+
+    parser.description = (
+        "Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times smaller), "
+        "flushed every tick; replay with `sparktop --replay FILE`. A "
+        "recording holds the command line, user and memory of every process on the machine (arguments "
+        "included, passwords or tokens given on a command line too): it is created readable by you only "
+        "(0600); think before sharing it."
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between snapshots (default 1)")
+    parser.add_argument("--duration", type=float, help="stop after this many seconds (default: until Ctrl-C)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--append", action="store_true", help="append to an existing recording")
+    mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
+    add_source_arguments(parser)
+
+
+_INTERVAL = finite_between(*INTERVAL_RANGE, "seconds").func
+_DURATION = finite_between(0, 10 * 365 * 86400, "seconds", low_open=True).func
+
+
+def run(args: argparse.Namespace) -> int:
+    from sparktop.collect.factory import SourceError, make_source
+    from sparktop.collect.replay import record
+
+    for flag, check, value in (
+        ("--interval", _INTERVAL, args.interval),
+        ("--duration", _DURATION, args.duration),
+    ):
+        if value is None:
+            continue
+        try:
+            check(value)
+        except ValueError as exc:
+            print(f"sparktop record: {SettingsError(None, None, flag, str(exc))}", file=sys.stderr)
+            return 3
+    mode = "append" if args.append else "overwrite" if args.overwrite else "new"
+    try:
+        source = make_source(demo=args.demo, replay=args.replay, seed=args.seed)
+    except SourceError as exc:
+        print(f"sparktop record: {exc}", file=sys.stderr)
+        return 2
+    # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
+    # (a compressed one gets its end marker) and the count is reported.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
+    try:
+        count = record(source, args.file, interval=args.interval, duration=args.duration, mode=mode)
+    except FileExistsError as exc:
+        print(f"sparktop record: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"sparktop record: {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    finally:
+        source.close()
+    print(f"sparktop record: wrote {count} snapshots to {args.file}", file=sys.stderr)
+    return 0
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,215 @@
+"""The dashboard's settings: defaults, overridden by config.toml, overridden by the command line — one
+pydantic model, so the file and the flags obey the same rules (`interval = 0.05` and `--interval 0.05` are
+refused alike; so is a safe line at or above the aggressive one, from either place).
+
+The file is only ever read. A problem in it is reported as `FILE:LINE: key: what is wrong` and that key (both
+lines, for safe_gb/max_gb that contradict each other; the whole file, when it does not parse) keeps its
+default, so a typo never stops the dashboard. A bad flag is refused (exit 3) with the flag's name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sparktop.format import GB
+from sparktop.settings.files import KeyLines, SettingsError, default_config_path, problems_from, read_toml
+
+UNITS = ("GiB", "GB")
+
+# Columns the tables can show, in their default order; the config picks a subset and an order.
+CONTAINER_COLUMNS = (
+    "name", "project", "service", "status", "image", "id", "cpu", "gpu", "total", "trend", "pss",
+    "anon", "file", "shmem", "limit", "pids",
+)  # fmt: skip
+DEFAULT_CONTAINER_COLUMNS = ("name", "project", "service", "cpu", "gpu", "total", "trend", "pss")
+PROCESS_COLUMNS = (
+    "pid", "name", "container", "user", "cpu_pct", "rss", "pss", "gpu", "total", "trend", "command",
+)  # fmt: skip
+DEFAULT_PROCESS_COLUMNS = (
+    "pid", "name", "container", "rss", "gpu", "total", "trend", "pss", "cpu_pct", "command",
+)  # fmt: skip
+
+# Bounds that keep every later computation finite and meaningful. Below 0.1 s a tick costs more than it shows;
+# above an hour the dashboard is not a dashboard. Lines beyond a petabyte are a typo, not a machine.
+INTERVAL_RANGE = (0.1, 3600.0)
+MAX_LINE_GB = 1_000_000.0
+STOP_TIMEOUT_RANGE = (0.0, 3600.0)
+HISTORY_HOURS_RANGE = (0.0, 48.0)
+
+
+def finite_between(low: float, high: float, unit: str = "", *, low_open: bool = False) -> AfterValidator:
+    """A check for a number in [low, high] ((low, high] with low_open), never nan or inf, in plain words."""
+    suffix = f" {unit}" if unit else ""
+
+    def check(value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(f"must be a finite number, not {value}")
+        too_low = value <= low if low_open else value < low
+        if too_low or value > high:
+            lower = f"above {low:g}" if low_open else f"at least {low:g}"
+            raise ValueError(f"must be {lower} and at most {high:g}{suffix}, not {value:g}")
+        return float(value)
+
+    return AfterValidator(check)
+
+
+def _columns(allowed: tuple[str, ...]) -> AfterValidator:
+    def check(value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("needs at least one column")
+        bad = [v for v in value if v not in allowed]
+        if bad:
+            raise ValueError(f"unknown column {bad[0]!r} (choose from {', '.join(allowed)})")
+        return value
+
+    return AfterValidator(check)
+
+
+def _theme_name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+Interval = Annotated[float, Field(allow_inf_nan=True), finite_between(*INTERVAL_RANGE, "seconds")]
+LineGB = Annotated[float, Field(allow_inf_nan=True), finite_between(0, MAX_LINE_GB, "GB", low_open=True)]
+
+
+class Config(BaseModel):
+    """Every setting, validated on creation and on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+
+    interval: Interval = 1.0  # seconds between samples
+    safe_gb: LineGB = 80.0  # decimal GB, as NVIDIA's guidance states them
+    max_gb: LineGB = 100.0
+    theme: Annotated[str, AfterValidator(_theme_name)] = "sparktop-dark"
+    units: Literal["GiB", "GB"] = "GiB"  # for every size shown
+    container_columns: Annotated[list[str], _columns(CONTAINER_COLUMNS)] = Field(
+        default_factory=lambda: list(DEFAULT_CONTAINER_COLUMNS)
+    )
+    process_columns: Annotated[list[str], _columns(PROCESS_COLUMNS)] = Field(
+        default_factory=lambda: list(DEFAULT_PROCESS_COLUMNS)
+    )
+    stop_timeout: Annotated[
+        float, Field(allow_inf_nan=True), finite_between(*STOP_TIMEOUT_RANGE, "seconds")
+    ] = 10.0
+    read_only: bool = False
+    history_hours: Annotated[
+        float, Field(allow_inf_nan=True), finite_between(*HISTORY_HOURS_RANGE, "hours", low_open=True)
+    ] = 6.0
+
+    @model_validator(mode="after")
+    def _lines_in_order(self) -> Config:
+        if self.safe_gb >= self.max_gb:
+            raise ValueError(
+                f"the safe line ({self.safe_gb:g} GB) must be below the aggressive line ({self.max_gb:g} GB)"
+            )
+        return self
+
+    @property
+    def safe_bytes(self) -> int:
+        return int(self.safe_gb * GB)
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_gb * GB)
+
+
+DEFAULTS = Config()
+_LINE_KEYS = ("safe_gb", "max_gb")
+
+
+def _validate_keeping_good(
+    data: dict[str, Any], file: str | None, lines: KeyLines | None
+) -> tuple[Config, list[SettingsError]]:
+    """The config from `data`, with every key pydantic refuses left at its default; one error per refusal."""
+    problems: list[SettingsError] = []
+    data = dict(data)
+    while True:
+        try:
+            return Config.model_validate(data), problems
+        except ValidationError as exc:
+            found = problems_from(exc, file, lines)
+            for problem, error in zip(found, exc.errors(), strict=True):
+                if error["loc"]:
+                    key = str(error["loc"][0])
+                    if key in data:  # one message per key, though a list may hold several bad items
+                        data.pop(key)
+                        problems.append(problem)
+                    continue
+                # safe_gb/max_gb contradict each other: both go back to their defaults.
+                key = next((k for k in reversed(_LINE_KEYS) if k in data), "max_gb")
+                line = lines.line((key,)) if lines else None
+                problems.append(
+                    SettingsError(file, line, key, f"{problem.message}; using the defaults for both")
+                )
+                for k in _LINE_KEYS:
+                    data.pop(k, None)
+
+
+def config_from_mapping(
+    data: Mapping[str, Any], file: str | None = None, text: str = ""
+) -> tuple[Config, list[str]]:
+    config, problems = _validate_keeping_good(dict(data), file, KeyLines(text) if text else None)
+    return config, [str(p) for p in sorted(problems, key=lambda p: p.line or 0)]  # in the file's order
+
+
+def load_config(path: Path | None = None) -> tuple[Config, list[str]]:
+    """Read the config file (default: $XDG_CONFIG_HOME/sparktop/config.toml). A missing default file is not an
+    error. Returns the config and one readable line per problem; the file is never written."""
+    explicit = path is not None
+    path = path if path is not None else default_config_path()
+    if not explicit and not path.exists():
+        return Config(), []
+    if explicit and not path.exists():
+        return Config(), [f"{path}: no such file; using the defaults"]
+    try:
+        data, text = read_toml(path)
+    except SettingsError as exc:
+        return Config(), [f"{exc}; using the defaults"]
+    return config_from_mapping(data, str(path), text)
+
+
+def apply_overrides(config: Config, overrides: Mapping[str, tuple[str, Any]]) -> Config:
+    """`config` with command-line values on top: {key: (flag, value)}; a value of None is not given.
+    Raises SettingsError naming the flag (`--max: ...`) when the result breaks a rule."""
+    given = {key: (flag, value) for key, (flag, value) in overrides.items() if value is not None}
+    # Only what was set (in the file or here) is passed on, so `model_fields_set` still tells a line the user
+    # chose from a default (plan scales default lines to a small machine, never the user's).
+    merged = {
+        **config.model_dump(exclude_unset=True),
+        **{key: value for key, (_flag, value) in given.items()},
+    }
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = str(error["loc"][0]) if error["loc"] else None
+        message = problems_from(exc, None, None)[0].message
+        if key is None:  # the two lines contradict each other: name the flag the user gave
+            key = next((k for k in reversed(_LINE_KEYS) if k in given), "max_gb")
+        flag = given[key][0] if key in given else key
+        origin = "" if key in given else " (from the config file)"
+        raise SettingsError(None, None, flag, message + origin) from None
+
+
+__all__ = [
+    "CONTAINER_COLUMNS",
+    "DEFAULTS",
+    "DEFAULT_CONTAINER_COLUMNS",
+    "DEFAULT_PROCESS_COLUMNS",
+    "PROCESS_COLUMNS",
+    "UNITS",
+    "Config",
+    "apply_overrides",
+    "config_from_mapping",
+    "default_config_path",
+    "finite_between",
+    "load_config",
+]

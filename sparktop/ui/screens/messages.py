@@ -1,0 +1,60 @@
+"""The messages screen (M): every warning and error shown as a toast since sparktop started (problems in
+the config, theme, catalog and plan files, failed actions), so none is lost when its toast fades."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class MessagesScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("q", "close", "Close", show=False),
+        Binding("M", "close", "Close", show=False),
+        Binding("down,j", "scroll('down')", "Down", show=False),
+        Binding("up,k", "scroll('up')", "Up", show=False),
+        Binding("pagedown,space", "scroll('page_down')", "Page down", show=False),
+        Binding("pageup", "scroll('page_up')", "Page up", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    MessagesScreen { align: center middle; }
+    MessagesScreen > VerticalScroll {
+        width: 90%;
+        max-width: 120;
+        height: 80%;
+        border: thick $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    MessagesScreen .message { margin-bottom: 1; }
+    """
+
+    def __init__(self, messages: Sequence[tuple[str, str, str]]) -> None:
+        """`messages`: (time, title, text), oldest first; the texts are shown as plain text."""
+        super().__init__()
+        self.messages = list(messages)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as scroll:
+            scroll.border_title = f"Messages ({len(self.messages)}) · Esc closes"
+            if not self.messages:
+                yield Static("No warnings or errors since sparktop started.", markup=False)
+            for when, title, text in self.messages:
+                line = Text.assemble((f"{when} ", "dim"), (f"{title}: " if title else "", "bold"), text)
+                yield Static(line, classes="message")
+
+    def action_scroll(self, how: str) -> None:
+        scroll = self.query_one(VerticalScroll)
+        getattr(scroll, f"scroll_{how}")(animate=False)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,136 @@
+"""The user's files in the dashboard: a bad theme is skipped with a message (at start and on `t`), a plan
+file that used to crash Load shows its error, a bad discovery key does not leave the What-if tab loading
+forever, and every warning stays reachable on the messages screen (M) after its toast fades."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, OptionList, Static
+
+from sparktop.ui.screens.messages import MessagesScreen
+from sparktop.ui.screens.plan_file import PlanFileScreen
+from sparktop.ui.whatif import WhatIfPane
+from tests.ui.demo_app import make_app
+
+SIZE = (120, 36)
+
+BAD_VARIABLE = (
+    'name = "a-broken"\n[colors]\nprimary = "#123456"\n[variables]\nblock-cursor-background = "nope"\n'
+)
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("OLLAMA_MODELS", str(home / "no-ollama"))
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE", "SPARKTOP_GGUF_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+async def test_a_theme_with_a_bad_variable_is_skipped_and_t_keeps_working(tmp_path):
+    themes = tmp_path / "themes"
+    themes.mkdir()
+    (themes / "broken.toml").write_text(BAD_VARIABLE, encoding="utf-8")
+    app = make_app(warmup=3, user_theme_dir=themes)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "a-broken" not in app.available_themes
+        seen = set()
+        for _ in range(6):  # round the whole cycle: the bad theme is never applied
+            await pilot.press("t")
+            seen.add(app.theme)
+        assert app.is_running and "a-broken" not in seen and len(seen) >= 4
+        expected = f"{themes / 'broken.toml'}:5: variables.block-cursor-background: 'nope' is not a colour"
+        assert any(text == expected for _when, _title, text in app.messages), app.messages
+        await pilot.press("M")
+        assert isinstance(app.screen, MessagesScreen)
+        shown = " ".join(str(s.render()) for s in app.screen.query(Static))
+        assert "'nope' is not a colour" in shown
+        await pilot.press("escape")
+        assert not isinstance(app.screen, MessagesScreen)
+
+
+async def test_startup_messages_outlive_their_toast():
+    app = make_app(warmup=3, startup_messages=["config.toml:2: safe_gb: must be a finite number, not nan"])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.clear_notifications()  # the toast is gone, as after its 12 s
+        await pilot.press("M")
+        assert isinstance(app.screen, MessagesScreen)
+        shown = " ".join(str(s.render()) for s in app.screen.query(Static))
+        assert "safe_gb: must be a finite number, not nan" in shown
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"workload = [1, 2]\n", ":1: workload[0]: must be a table, not 1"),
+        (b'[[workload]]\nname = "ll\xffama"\n', ":2: not UTF-8"),
+        (b'[[workload]]\nkind = "other"\nmemory_gb = inf\n', ":3: memory_gb: must be finite"),
+    ],
+)
+async def test_whatif_load_shows_what_used_to_crash(tmp_path, content, words):
+    bad = tmp_path / "bad.toml"
+    bad.write_bytes(content)
+    app = make_app(warmup=3)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("l")
+        screen = app.screen
+        assert isinstance(screen, PlanFileScreen)
+        screen.query_one("#path", Input).value = str(bad)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.is_running and app.screen is screen
+        assert str(screen.query_one("#message", Static).render()).startswith(f"{bad}{words}")
+
+
+async def test_a_bad_discovery_key_still_fills_the_whatif_catalog(private_home):
+    catalog = private_home / ".config" / "sparktop" / "catalog.toml"
+    catalog.parent.mkdir(parents=True)
+    catalog.write_text("[discovery]\nollama_models = 5\n", encoding="utf-8")
+    app = make_app(warmup=3)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(WhatIfPane)
+        options = pane.query_one("#whatif-catalog", OptionList)
+        assert pane.catalog is not None and options.option_count > 10
+        assert any("discovery.ollama_models: must be a string" in text for _w, _t, text in app.messages)
+
+
+@pytest.mark.parametrize(
+    ("field_id", "typed", "words"),
+    [
+        ("#field-memory_gb", "inf", "must be finite"),  # int(inf) in the What-if bar ended the app
+        ("#field-memory_gb", "1e400", "must be finite"),
+        ("#field-context", "-4", "must be at least 1"),  # was "expected an integer"
+        ("#field-parallel", "nan", "expected an integer"),
+    ],
+)
+async def test_whatif_editor_refuses_non_finite_numbers(field_id, typed, words):
+    from tests.ui.test_whatif import open_whatif
+
+    async with open_whatif() as (app, pilot, pane):
+        pane.add("llama3.1:8b")
+        await pilot.pause()
+        pane.query_one("#whatif-plan", OptionList).focus()
+        await pilot.press("e")
+        screen = app.screen
+        field = screen.query_one(field_id, Input)
+        field.focus()
+        field.value = ""
+        await pilot.press(*typed, "enter")
+        await pilot.pause()
+        assert app.is_running and app.screen is screen  # still open, with the reason
+        assert words in str(screen.query_one("#error", Static).render())
