@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from sparktop import __version__
-from sparktop.format import fmt_bytes, fmt_size
+from sparktop.format import column_unit, fmt_bytes, fmt_bytes_in, fmt_size
 from sparktop.machine import describe_machine
 from sparktop.settings.config import INTERVAL_RANGE, Config, apply_overrides, load_config
 from sparktop.settings.files import SettingsError
@@ -228,11 +228,15 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     if snapshot.accounting:
         acct = snapshot.accounting
         # By all each holds: a discrete GPU's memory is not in the pool, yet its holders are the news.
-        by_size = sorted(acct.consumers, key=lambda c: c.total + c.device_gpu_bytes, reverse=True)
-        for consumer in by_size[:10]:
-            # No GPU: "—", not 0. A discrete GPU's memory is the consumer's too, though not in the pool.
-            gpu_bytes = consumer.gpu_bytes + consumer.device_gpu_bytes if snapshot.gpu.available else None
-            cpu, gpu_side = fmt_bytes(consumer.cpu_bytes, units), fmt_bytes(gpu_bytes, units)
+        top = sorted(acct.consumers, key=lambda c: c.total + c.device_gpu_bytes, reverse=True)[:10]
+        # One unit per column. No GPU: "—", not 0. A discrete GPU's memory is the consumer's too, though
+        # not in the pool.
+        gpus = [c.gpu_bytes + c.device_gpu_bytes if snapshot.gpu.available else None for c in top]
+        cpu_unit = column_unit((c.cpu_bytes for c in top), units)
+        gpu_unit = column_unit(gpus, units)
+        for consumer, gpu_bytes in zip(top, gpus, strict=True):
+            cpu = fmt_bytes_in(consumer.cpu_bytes, units, cpu_unit)
+            gpu_side = fmt_bytes_in(gpu_bytes, units, gpu_unit)
             lines.append(f"  {consumer.label[:40]:40} cpu {cpu:>10}  gpu {gpu_side:>10}")
         unattributed = fmt_bytes(acct.unattributed, units)
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")

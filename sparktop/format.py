@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from sparktop.model import GB, GIB, MB, MIB
 
@@ -47,6 +48,56 @@ def fmt_rate(bytes_per_min: float | None, units: str = "GiB") -> str:
     if abs(bytes_per_min) < small / 2:
         return f"0 {small_name}/min"
     return f"{bytes_per_min / small:+.0f} {small_name}/min"
+
+
+class ColumnUnit(NamedTuple):
+    """How one column of sizes (or rates) is written: all in GiB (GB) or all in MiB (MB), with the decimals
+    its small values need. One unit per column: `716 MiB` over `0.0 GiB` or `+5 MiB/min` over
+    `+1.3 GiB/min` misleads the eye."""
+
+    big: bool
+    precision: int = 1
+
+
+def column_unit(values: Iterable[float | None], units: str = "GiB", rates: bool = False) -> ColumnUnit:
+    """GiB (GB) when the column's largest is at least 1 GiB (a rate: 0.1 GiB/min), as `fmt_bytes` /
+    `fmt_rate` would pick for it, with two decimals when some value is under one unit (`0.06 GiB`)."""
+    big = unit_size(units) / (10 if rates else 1)
+    sizes = [abs(v) for v in values if v is not None]
+    if not any(v >= big for v in sizes):
+        return ColumnUnit(False)
+    small = any(0 < v < unit_size(units) for v in sizes)
+    return ColumnUnit(True, 2 if small else 1)
+
+
+def unit_name(units: str, column: ColumnUnit, rates: bool = False) -> str:
+    """The name of a column's unit, for its header when the cells leave it out: `GiB`, `MiB/min`."""
+    name = units if column.big else ("MB" if units == "GB" else "MiB")
+    return f"{name}/min" if rates else name
+
+
+def fmt_bytes_in(n: int | float | None, units: str, column: ColumnUnit, unit: bool = True) -> str:
+    """`n` in its column's unit (see `column_unit`): `0.70 GiB` or `716 MiB` (`unit` False: the number
+    alone, the header naming the unit); None -> "—"."""
+    if n is None:
+        return "—"
+    if column.big:
+        text = f"{n / unit_size(units):.{column.precision}f}"
+    else:
+        text = f"{n / (MB if units == 'GB' else MIB):.0f}"
+    return f"{text} {unit_name(units, column)}" if unit else text
+
+
+def fmt_rate_in(bytes_per_min: float | None, units: str, column: ColumnUnit, unit: bool = True) -> str:
+    """A growth rate in its column's unit: `+0.00 GiB/min` next to `+1.25 GiB/min` (`unit` False: the
+    number alone); None -> "—"."""
+    if bytes_per_min is None:
+        return "—"
+    precision = column.precision if column.big else 0
+    scale = unit_size(units) if column.big else (MB if units == "GB" else MIB)
+    value = round(bytes_per_min / scale, precision)
+    text = f"{value:+.{precision}f}" if value else f"{0:.{precision}f}"  # no "-0.0"
+    return f"{text} {unit_name(units, column, rates=True)}" if unit else text
 
 
 def fmt_duration(seconds: float) -> str:

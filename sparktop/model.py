@@ -145,12 +145,19 @@ class ProcessInfo(_Model):
     user: VisibleStr | None = None
     rss: int = 0
     pss: int | None = None  # from smaps_rollup, for the top consumers only
+    # PSS is re-read every few seconds: True when RSS has moved since, so that PSS is not for now.
+    pss_stale: bool = False
     cpu_percent: float | None = None
     container_id: str | None = None  # full 64-hex id (or pod/runtime id) when the process is in a container
     gpu_bytes: int | None = None
     start_time: float | None = None
     # /proc/PID/stat field 22 (clock ticks after boot): exact, so a signal can tell a reused PID apart.
     start_ticks: int | None = None
+
+    @property
+    def cpu_bytes(self) -> int:
+        """Its CPU-side memory as counted and shown: PSS where read and current, else the fresh RSS."""
+        return self.pss if self.pss is not None and not self.pss_stale else self.rss
 
 
 class CgroupMemory(_Model):

@@ -31,8 +31,9 @@ def process_key(proc: ProcessInfo) -> str:
 
 
 def _process_cpu_bytes(proc: ProcessInfo) -> int:
-    # PSS splits shared pages between their users, so it over-counts less than RSS where we have it.
-    return proc.pss if proc.pss is not None else proc.rss
+    # PSS splits shared pages between their users, so it over-counts less than RSS where we have it; a PSS
+    # read before the process grew or shrank is not used (RSS is fresh every tick).
+    return proc.cpu_bytes
 
 
 def account(

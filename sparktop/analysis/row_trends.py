@@ -16,8 +16,9 @@ def process_gpu(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int | None:
 
 
 def process_total(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int:
-    """A process's footprint as its table row shows it: PSS (or RSS) plus its GPU memory."""
-    return (p.pss if p.pss is not None else p.rss) + (process_gpu(p, gpu_by_pid) or 0)
+    """A process's footprint as its table row shows it: its CPU side (PSS while current, else the fresh RSS)
+    plus its GPU memory."""
+    return p.cpu_bytes + (process_gpu(p, gpu_by_pid) or 0)
 
 
 class RowTrends:

@@ -7,6 +7,7 @@ are for the WHOLE POOL: `used now + rate × t = line`, because the pool is what 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 from math import fsum
 from statistics import StatisticsError, linear_regression
@@ -34,6 +35,18 @@ MIN_R2 = 0.6
 MIN_THIRD_SHARE = 0.25
 MAX_DRAWDOWN_SHARE = 0.5
 
+# Fast growth cannot wait minutes for the rule above (2 GB at 100 MB/s is over in 20 s): over the last
+# FAST_WINDOW_S, a clean rise (R² >= FAST_MIN_R2, growing in each third, still rising at the end) of at least
+# FAST_MIN_RISE at FAST_MIN_RATE or more alerts at once, when at that rate the pool would reach the aggressive
+# line (or fill) within FAST_HORIZON_S: a model loading into plenty of room is not an alarm, nor is the rising
+# edge of a sawtooth (a key that released as much before, within the window).
+FAST_WINDOW_S = 12.0
+FAST_MIN_POINTS = 5
+FAST_MIN_RATE = 1e9 / 60  # bytes per second: 1 GB/min
+FAST_MIN_RISE = 256 * 1024**2
+FAST_MIN_R2 = 0.9
+FAST_HORIZON_S = 15 * 60.0
+
 
 @dataclass(frozen=True)
 class CreepAlert:
@@ -55,30 +68,33 @@ class CreepAlert:
 
     def message(self, units: str = "GiB") -> str:
         """`train.py +1.3 GB/min — crosses safe 80 GB in ~3 min, aggressive 100 GB in ~14 min, the pool in
-        ~31 min`; a line already passed reads `already over safe 80 GB`."""
+        ~31 min`, soonest first; a line already passed reads `already over safe 80 GB`. A line above the pool
+        (a small machine) is left out: the pool fills first."""
         over: list[str] = []
-        ahead: list[str] = []
+        ahead: list[tuple[float, str]] = []
+        pool_eta = self.eta_pool_s
         for name, line, eta in (
             ("safe", self.safe_bytes, self.eta_safe_s),
             ("aggressive", self.max_bytes, self.eta_aggressive_s),
         ):
-            if eta is None:
-                continue
+            if eta is None or (pool_eta is not None and eta > pool_eta):
+                continue  # never reached before the pool is full
             what = f"{name} {fmt_gb(line)}" if line else name
             if eta <= 0:
                 over.append(what)
             else:
-                ahead.append(f"{what} in ~{fmt_duration(eta)}")
-        if self.eta_pool_s is not None:
-            if self.eta_pool_s <= 0:
+                ahead.append((eta, f"{what} in ~{fmt_duration(eta)}"))
+        if pool_eta is not None:
+            if pool_eta <= 0:
                 over.append("the pool is full")
             else:
-                ahead.append(f"the pool in ~{fmt_duration(self.eta_pool_s)}")
+                ahead.append((pool_eta, f"the pool in ~{fmt_duration(pool_eta)}"))
+        ahead.sort(key=lambda item: item[0])
         parts: list[str] = []
         if over:
             parts.append("already over " + " and ".join(over))
         if ahead:
-            parts.append("crosses " + ", ".join(ahead))
+            parts.append("crosses " + ", ".join(words for _eta, words in ahead))
         head = f"{self.label} {fmt_rate(self.rate_bytes_per_min, units)}"
         return f"{head} — {', '.join(parts)}" if parts else head
 
@@ -162,10 +178,10 @@ def _best_step_sse(vs: list[int]) -> float:
     return best
 
 
-def _max_drawdown(vs: list[int]) -> float:
+def _max_drawdown(vs: list[int], smooth: bool = True) -> float:
     """The largest fall from an earlier peak, on a moving average of ~1/20 of the points (so jitter of a
-    few samples is not mistaken for a release)."""
-    k = max(1, len(vs) // 20)
+    few samples is not mistaken for a release), or on the points themselves."""
+    k = max(1, len(vs) // 20) if smooth else 1
     peak = -math.inf
     worst = 0.0
     acc = sum(vs[:k])
@@ -197,6 +213,20 @@ def _is_creep(ts: list[float], vs: list[int], window_s: float, min_rate_bytes_pe
     return fit
 
 
+def _is_fast(ts: list[float], vs: list[int]) -> _Fit | None:
+    """The fit when the last FAST_WINDOW_S show a fast, clean, still-going rise (see FAST_* above)."""
+    if len(ts) < FAST_MIN_POINTS:
+        return None
+    fit = _least_squares(ts, vs)
+    if fit is None or fit.slope < FAST_MIN_RATE or fit.r2 < FAST_MIN_R2:
+        return None
+    if fit.slope * fit.span_s < FAST_MIN_RISE or not _grows_in_each_third(ts, vs, fit.slope):
+        return None
+    if vs[-1] <= max(vs[:-1]):  # it stopped: no longer fast growth
+        return None
+    return fit
+
+
 def eta_s(used_now: int, rate_bytes_per_s: float, line: int) -> float | None:
     """Seconds until `used_now + rate × t` reaches `line`: 0 when already there, None when never."""
     if line <= 0:
@@ -206,6 +236,21 @@ def eta_s(used_now: int, rate_bytes_per_s: float, line: int) -> float | None:
     if rate_bytes_per_s <= 0:
         return None
     return (line - used_now) / rate_bytes_per_s
+
+
+def _soon(used_now: int, rate_bytes_per_s: float, max_bytes: int, pool_bytes: int) -> bool:
+    """At this rate, the pool reaches the aggressive line (or fills) within FAST_HORIZON_S."""
+    etas = [eta_s(used_now, rate_bytes_per_s, line) for line in (max_bytes, pool_bytes) if line > 0]
+    return any(eta is not None and eta <= FAST_HORIZON_S for eta in etas)
+
+
+def collecting_s(history: History, window_s: float = 300) -> float | None:
+    """Seconds of data the steady-growth rule still lacks (it judges a key over MIN_COVERAGE of the window),
+    or None once the history covers that much."""
+    times = history.times()
+    need = MIN_COVERAGE * window_s
+    have = times[-1] - times[0] if times else 0.0
+    return need - have if have < need else None
 
 
 def detect_creep(
@@ -226,7 +271,13 @@ def detect_creep(
         ts, vs = history.window(key, window_s)
         fit = _is_creep(ts, vs, window_s, min_rate)
         if fit is None:
-            continue
+            cut = bisect_left(ts, ts[-1] - FAST_WINDOW_S) if ts else 0
+            fit = _is_fast(ts[cut:], vs[cut:])
+            if fit is None or not _soon(used_now, fit.slope, max_bytes, pool_bytes):
+                continue
+            # A key that released as much within the window is a sawtooth (a batch job): not a runaway.
+            if _max_drawdown(vs, smooth=False) >= MAX_DRAWDOWN_SHARE * fit.slope * fit.span_s:
+                continue
         alerts.append(
             CreepAlert(
                 key=key,

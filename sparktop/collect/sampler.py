@@ -58,6 +58,9 @@ def _docker_discovery() -> ContainerDiscovery:
     return DockerDiscovery()
 
 
+_PSS_RSS_SLACK = 8 * 1024**2  # RSS may move this much (or 2 %) before a PSS read earlier counts as stale
+
+
 class _PssCache:
     """PSS for the top host processes by RSS, re-read at most every `interval` seconds per process and for
     at most about `budget` seconds per tick (at least one read), oldest first. Reading `smaps_rollup` costs
@@ -68,14 +71,15 @@ class _PssCache:
         self.top_n = top_n
         self.interval = interval
         self.budget = budget
-        self._cache: dict[tuple[int, float | None], tuple[int | None, float]] = {}  # key -> (pss, read at)
+        # key -> (pss, read at, RSS then)
+        self._cache: dict[tuple[int, float | None], tuple[int | None, float, int]] = {}
 
     def fill(self, procs: list[ProcessInfo]) -> None:
         if self.top_n <= 0:
             return
         now = time.monotonic()
         top = sorted((p for p in procs if p.rss > 0), key=lambda p: p.rss, reverse=True)[: self.top_n]
-        cache: dict[tuple[int, float | None], tuple[int | None, float]] = {}
+        cache: dict[tuple[int, float | None], tuple[int | None, float, int]] = {}
         stale: list[tuple[float, int, ProcessInfo]] = []
         for rank, proc in enumerate(top):
             key = (proc.pid, proc.start_time)
@@ -83,13 +87,17 @@ class _PssCache:
             if hit is not None:
                 cache[key] = hit
                 proc.pss = hit[0]
+                # RSS is read every tick, PSS every `interval`: one read before the process grew (a 1.2 GiB
+                # process shown as 361 MiB for up to 10 s) is marked, and the fresh RSS is counted instead.
+                proc.pss_stale = abs(proc.rss - hit[2]) > max(_PSS_RSS_SLACK, proc.rss // 50)
             if hit is None or now - hit[1] >= self.interval:
                 stale.append((hit[1] if hit is not None else float("-inf"), rank, proc))
         stale.sort()
         started = time.perf_counter()
         for _, _, proc in stale:
             proc.pss = read_pss(proc.pid, self.proc_root)
-            cache[(proc.pid, proc.start_time)] = (proc.pss, now)
+            proc.pss_stale = False
+            cache[(proc.pid, proc.start_time)] = (proc.pss, now, proc.rss)
             if time.perf_counter() - started >= self.budget:
                 break
         self._cache = cache  # only the current top: bounded

@@ -35,7 +35,7 @@ from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.row_trends import RowTrends
 from sparktop.analysis.served import model_rows, split_models
-from sparktop.analysis.trend import CreepAlert
+from sparktop.analysis.trend import CreepAlert, collecting_s
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.format import fmt_size
 from sparktop.machine import machine_label
@@ -71,6 +71,7 @@ INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
 # new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
+CHART_TOP_N = 4  # consumers drawn in the history chart
 
 
 def tick_failure(exc: BaseException, interval: float) -> str:
@@ -114,6 +115,7 @@ class SparktopApp(App[None]):
         Binding("4,w", "show_tab('whatif')", "What-if", show=False),
         Binding("5", "show_tab('models')", "Models", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("a", "toggle_minor", "All rows", show=False),
         Binding("s", "stop_container", "Stop"),
         Binding("S", "stop_project", "Stop project", show=False),
         Binding("k", "terminate", "SIGTERM", show=False),
@@ -167,6 +169,7 @@ class SparktopApp(App[None]):
         self._polling = False
         self._timer = None
         self._chart_drawn_at: float | None = None
+        self._chart_labels: tuple[str, ...] = ()
         self.stops = StopActions(
             self,
             source,
@@ -457,7 +460,8 @@ class SparktopApp(App[None]):
         self.query_one(WhatIfPane).refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
-        self.query_one(CreepAlerts).show_alerts(self.creep, units)
+        collecting = collecting_s(self.session.history, self.session.creep_window_s)
+        self.query_one(CreepAlerts).show_alerts(self.creep, units, collecting)
         self.query_one(GpuPanel).show(snapshot.gpu, self.session.gpu_series, units, palette.spark)
         assessment = self.assessment
         if assessment is not None:
@@ -487,6 +491,7 @@ class SparktopApp(App[None]):
             table.warn_color = palette.warn
             # A table on a hidden tab makes its rows only when shown or asked for a row.
             table.set_rows(rows, units, visible=active == table.parent.id)  # type: ignore[arg-type, union-attr]
+        self._update_status()  # the count of hidden rows comes from the table just drawn
 
     def _redraw_chart(self, force: bool = False) -> None:
         """The history chart, its consumers in the same colours as their bar segments. Redrawn when the new
@@ -496,14 +501,19 @@ class SparktopApp(App[None]):
         cfg = self.config
         chart = self.query_one(HistoryChart)
         times = self.history.times()
-        if not force and times and self._chart_drawn_at is not None:
+        # A name that arrived (a container shown by id until Docker answered) is drawn at once.
+        labels = tuple(self.history.label(key) for key in self.history.top_keys(CHART_TOP_N))
+        if not force and times and self._chart_drawn_at is not None and labels == self._chart_labels:
             per_column = chart.seconds_per_column(times)
             if times[-1] - self._chart_drawn_at < max(self.interval, per_column, CHART_MIN_REDRAW_S) * 0.999:
                 return
         self._chart_drawn_at = times[-1] if times else None
+        self._chart_labels = labels
         colors = {seg.key: seg.color for seg in self.query_one(BudgetBar).segments}
         total = self.latest.memory.total
-        chart.redraw(self.history, cfg.safe_bytes, cfg.max_bytes, total, cfg.units, colors=colors)
+        chart.redraw(
+            self.history, cfg.safe_bytes, cfg.max_bytes, total, cfg.units, top_n=CHART_TOP_N, colors=colors
+        )
 
     def _redraw_chart_if_shown(self) -> None:
         shown = self.query_one(TabbedContent).active == "dashboard"
@@ -551,8 +561,14 @@ class SparktopApp(App[None]):
             paused=self.paused,
             stale=self.session.stale,
             filter_text=self.query_one(ContainersTable).filter_text,
+            hidden_rows=self._hidden_rows(),
             source_problems=getattr(self.source, "warnings", ()),
         )
+
+    def _hidden_rows(self) -> int:
+        """Rows the table on screen leaves out because they hold no memory (`a` shows them)."""
+        table = self._active_table()
+        return table.minor_hidden if table is not None and not table.show_minor else 0
 
     def _on_theme_changed(self, _theme: object) -> None:
         self._chart_drawn_at = None
@@ -580,11 +596,19 @@ class SparktopApp(App[None]):
         if self.has_class("-too-small") and action not in ("quit", "help"):
             # Only the "too small" message is on screen: no key may act on the tabs and tables behind it.
             return False
+        if action in ("filter", "sort_next") and self._on_whatif():
+            return False  # the tables' keys: off the What-if footer (its own `/` finds in the catalog)
         if action in self.STOP_ACTIONS:
             return self.stops.available
         if action == "explain_no_stop":
             return not self.stops.available
         return True
+
+    def _on_whatif(self) -> bool:
+        try:
+            return self.query_one(TabbedContent).active == "whatif"
+        except Exception:  # before the tabs are mounted
+            return False
 
     def action_explain_no_stop(self) -> None:
         self.stops.explain_unavailable()
@@ -615,11 +639,13 @@ class SparktopApp(App[None]):
         if event.pane.id == "dashboard" and self.latest is not None and not self.paused:
             # After the layout: a pane that was hidden has no size yet, and the chart's axes follow its size.
             self.call_after_refresh(self._redraw_chart_if_shown)
+        self.refresh_bindings()  # the footer follows the tab (What-if hides the tables' keys)
         table = self._active_table()
         if table is not None:
             table.flush()
-            if not self.query_one("#filter").has_class("-show"):
-                table.focus()
+        self._update_status()
+        if table is not None and not self.query_one("#filter").has_class("-show"):
+            table.focus()
 
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
@@ -704,6 +730,13 @@ class SparktopApp(App[None]):
     def _apply_filter(self, text: str) -> None:
         self.query_one(ContainersTable).set_filter(text)
         self.query_one(ProcessesTable).set_filter(text)
+        self._update_status()
+
+    def action_toggle_minor(self) -> None:
+        """Show or hide the rows that hold no memory (kernel threads, empty containers)."""
+        show = not self.query_one(ProcessesTable).show_minor
+        for table in (self.query_one(ContainersTable), self.query_one(ProcessesTable)):
+            table.set_show_minor(show)
         self._update_status()
 
     def action_sort_next(self) -> None:

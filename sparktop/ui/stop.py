@@ -398,7 +398,7 @@ class StopActions:
             return
         target = Target(
             proc.name,
-            proc.pss if proc.pss is not None else proc.rss,
+            proc.cpu_bytes,
             proc.gpu_bytes,
             detail=proc.cmdline or proc.name,
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -86,11 +87,11 @@ class WhatIfPane(Vertical):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("b", "toggle_baseline", "Live/clean"),
+        Binding("b", "toggle_baseline", "Baseline"),
         Binding("m", "toggle_measured", "Measured/estimate", show=False),
         Binding("e", "edit", "Edit"),
-        Binding("s", "save", "Save plan"),
-        Binding("l", "load", "Load plan"),
+        Binding("s", "save", "Save"),
+        Binding("l", "load", "Load"),
         Binding("slash", "focus_filter", "Find", show=False),
     ]
 
@@ -122,7 +123,7 @@ class WhatIfPane(Vertical):
         yield BudgetBar(id="whatif-bar")
         with Horizontal(id="whatif-body"):
             with Vertical(id="whatif-catalog-side"):
-                yield Input(placeholder="find: words, kind:training, source:local", id="whatif-filter")
+                yield FindBox(placeholder="find: words, kind:training, source:local", id="whatif-filter")
                 yield CatalogList(id="whatif-catalog")
             with Vertical(id="whatif-plan-side"):
                 yield PlanList(id="whatif-plan")
@@ -135,7 +136,7 @@ class WhatIfPane(Vertical):
         bar.show_scale = False
         catalog_list = self.query_one("#whatif-catalog", CatalogList)
         catalog_list.border_title = "Catalog"
-        catalog_list.border_subtitle = "GB · kind · name"
+        catalog_list.border_subtitle = "GB · name · kind"
         plan_list = self.query_one("#whatif-plan", PlanList)
         plan_list.border_title = "Plan"
         plan_list.border_subtitle = "drag in/out · Del removes · e edits"
@@ -193,7 +194,9 @@ class WhatIfPane(Vertical):
             return
         from sparktop.plan.measured import entry_names, measured_line
 
-        entries = self.catalog.list(self.query_one("#whatif-filter", Input).value)
+        entries = sorted(
+            self.catalog.list(self.query_one("#whatif-filter", Input).value), key=lambda e: e.name.lower()
+        )
         facts = self._facts()
         options = []
         for e in entries:
@@ -201,8 +204,9 @@ class WhatIfPane(Vertical):
             gb = f"{size / GB:5.1f}" if size is not None else "    ?"
             measured = facts.measured_by_name(entry_names(e))
             note = f"  {measured_line(measured)}" if measured else ""
+            # The name before the kind: on a narrow screen the end is cut, and the name is what tells apart.
             prompt = Content.assemble(
-                (f"{gb} {kind_label(e.kind, e.engine):<8} ", "dim"), e.name, (note, "dim")
+                (f"{gb} ", "dim"), e.name, (f"  {kind_label(e.kind, e.engine)}", "dim"), (note, "dim")
             )
             options.append(Option(prompt, id=e.name))
         if not options:
@@ -474,6 +478,12 @@ class WhatIfPane(Vertical):
     def action_focus_filter(self) -> None:
         self.query_one("#whatif-filter", Input).focus()
 
+    def leave_filter(self) -> None:
+        """Esc in the find box: clear it and give the keys back to the catalog (the box kept them)."""
+        box = self.query_one("#whatif-filter", Input)
+        box.value = ""
+        self.query_one("#whatif-catalog", CatalogList).focus()
+
     def on_show(self) -> None:
         # Opening the tab puts the keys on the catalog, unless something in the pane already has them.
         if self._stale:
@@ -482,6 +492,21 @@ class WhatIfPane(Vertical):
         focused = self.screen.focused
         if focused is None or self not in focused.ancestors:
             self.query_one("#whatif-catalog", CatalogList).focus()
+
+
+class FindBox(Input):
+    """The catalog's find box: Esc clears it and leaves it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Leave", show=False)]
+
+    def action_leave(self) -> None:
+        pane = next((a for a in self.ancestors if isinstance(a, WhatIfPane)), None)
+        had_text = bool(self.value)
+        if pane is not None:
+            pane.leave_filter()
+        if not had_text:
+            # Nothing to clear: the Esc goes on too (a screen around the pane closes on it).
+            raise SkipAction()
 
 
 def _labelled(label: str, text: str) -> Content:
@@ -502,5 +527,5 @@ def _verdict_line(title: str, verdict: str, reason: str) -> Content:
     }
     style = styles.get(verdict, "")
     return Content.from_markup(
-        f"[b]{title:<8}[/b] [b {style}]$verdict[/] $reason", verdict=verdict.upper(), reason=reason
+        f"[b]{title:<8} [/b][b {style}]$verdict [/]$reason", verdict=verdict.upper(), reason=reason
     )

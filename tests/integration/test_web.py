@@ -129,7 +129,7 @@ def test_browser_view(web: WebServer, browser: webdriver.Chrome) -> None:
     before = len(_screen_text(browser))
     browser.find_element("css selector", "#terminal").click()
     ActionChains(browser).send_keys("2").perform()  # the Containers tab
-    _wait("the containers table", lambda: "GPU mem" in _screen_text(browser)[before:])
+    _wait("the containers table", lambda: "project" in _screen_text(browser)[before:])  # its header
 
     containers = _containers(web)
     before = len(_screen_text(browser))

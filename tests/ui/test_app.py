@@ -235,7 +235,7 @@ async def test_pause_freezes_the_views_but_not_the_history():
 
 
 async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
-    app = make_app(warmup=60)
+    app = make_app(warmup=400)  # a ten-minute axis
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         chart = app.query_one(HistoryChart)

@@ -6,6 +6,7 @@ import re
 
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.color import Color
 
 from sparktop.analysis.history import History
 from sparktop.analysis.trend import CreepAlert, detect_creep
@@ -63,26 +64,89 @@ async def test_chart_draws_used_top_consumers_and_lines_from_demo_snapshots() ->
         assert "used" in chart_text(chart)
 
 
-async def test_a_short_history_comes_in_from_the_right_of_a_ten_minute_axis() -> None:
-    history, pool = demo_history(samples=60)
+async def test_a_short_history_comes_in_from_the_right_of_a_short_axis() -> None:
+    """The first minutes were four dots at the edge of a ten-minute axis: the axis is now the shortest of
+    1, 2, 5, 10 minutes that holds the history, the data still coming in from the right."""
+    history, pool = demo_history(samples=40)
     app = HistoryApp()
     async with app.run_test(size=(120, 36)) as pilot:
         chart = app.query_one(HistoryChart)
         chart.redraw(history, SAFE, AGGRESSIVE, pool)
         await pilot.pause()
         axis = chart_text(chart).splitlines()[-2]  # the x tick labels
-        assert axis.split()[0] == "-10" and axis.split()[-1] == "now"
-        times = history.times()
-        assert chart.shown_span(times) == HistoryChart.MIN_SPAN_S
-        # The data fills the right end only: nothing is drawn in the left half of the plot.
+        assert axis.split()[0] == "-1" and axis.split()[-1] == "now"
+        assert chart.shown_span(history.times()) == 60.0
         plot_rows = chart_text(chart).splitlines()[8:-3]
-        left_half = [row[6 : chart.size.width // 2] for row in plot_rows]
-        assert not any(ch in row for row in left_half for ch in "⠁⠂⠄⡀⠈⠐⠠⢀⣀⠤⠒⠉")
+        # Nothing in the left quarter (no data 40 s ago on a 60 s axis) ...
+        width = max(len(row) for row in plot_rows)  # plotext's own width
+        left = [row[6 : width // 4] for row in plot_rows]
+        assert not any(ch in row for row in left for ch in "⠁⠂⠄⡀⠈⠐⠠⢀⣀⠤⠒⠉")
+        # ... and the 40 s drawn across more than half of the plot, not a few columns at its edge.
+        drawn = {i for row in plot_rows for i, ch in enumerate(row[:-2]) if "\u2800" < ch <= "\u28ff"}
+        assert max(drawn) - min(drawn) > width // 2
+
+        for samples, first_tick in ((100, "-2"), (200, "-5"), (500, "-10")):
+            grown, _ = demo_history(samples=samples)
+            chart.redraw(grown, SAFE, AGGRESSIVE, pool)
+            await pilot.pause()
+            assert chart_text(chart).splitlines()[-2].split()[0] == first_tick, samples
 
         longer, _ = demo_history(samples=1800)  # half an hour (1,799 s): the whole history is drawn
         chart.redraw(longer, SAFE, AGGRESSIVE, pool)
         await pilot.pause()
         assert chart_text(chart).splitlines()[-2].split()[0] == "-25"  # ticks every 5 min from -29.98
+
+
+async def test_the_pool_line_is_named() -> None:
+    history, pool = demo_history(samples=100)
+    app = HistoryApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, pool)
+        await pilot.pause()
+        rows = chart_text(chart).splitlines()
+        assert any(re.search(r"─ pool ┤$", row) for row in rows), "\n".join(rows)
+        # Near exhaustion the latest data is on that row: the name would cover it (the title names the pool).
+        critical, pool = demo_history(samples=100, scenario="critical")
+        chart.redraw(critical, SAFE, AGGRESSIVE, pool)
+        await pilot.pause()
+        assert " pool ┤" not in chart_text(chart)
+
+
+async def test_used_stays_drawn_where_a_consumer_shares_its_cells() -> None:
+    """One consumer holding (nearly) all of `used`: its line and `used` share every cell, and the line drawn
+    last takes the cell's colour; `used` was drawn first and vanished."""
+    history = History()
+    for t in range(120):
+        nbytes = 60 * GB + t * 50_000_000
+        history.add(
+            Snapshot(
+                timestamp=1000.0 + t,
+                memory=HostMemory(total=128 * GB, available=128 * GB - nbytes, free=128 * GB - nbytes),
+                gpu=GpuReport(available=False),
+                accounting=Accounting(
+                    used=nbytes,
+                    consumers=[Consumer(key="container:x", label="hog", kind="container", cpu_bytes=nbytes)],
+                    unattributed=0,
+                ),
+            )
+        )
+    app = HistoryApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, 128 * GB, colors={"container:x": "#ff00ff"})
+        await pilot.pause()
+        colours = set()
+        for line in Text.from_ansi(chart.plt.build()).split("\n"):
+            if re.search(r"[A-Za-z]", line.plain):
+                continue  # the legend, the line labels, the axes' words: only the data cells count
+            for span in line.spans:
+                cells = line.plain[span.start : span.end]
+                style = span.style
+                if any("\u2800" < ch <= "\u28ff" for ch in cells) and style.color is not None:
+                    colours.add(style.color.triplet.hex.lower())
+        foreground = Color.parse(app.theme_variables["foreground"]).hex.lower()
+        assert foreground in colours and "#ff00ff" not in colours, colours
 
 
 async def test_a_short_chart_labels_only_the_consumers_above_the_lines() -> None:
@@ -203,3 +267,64 @@ async def test_creep_alerts_severity_and_markup_safe_labels() -> None:
         widget.show_alerts([close, calm])
         await pilot.pause()
         assert widget.has_class("-severe")  # the aggressive line is 5 min away
+
+
+class LateNames(DemoSource):
+    """The demo as a live machine starts: containers by id until Docker's names come (`hidden` ticks)."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__("default", seed=0)
+        self.hidden = hidden
+
+    def sample(self) -> Snapshot:
+        from sparktop.analysis.accounting import account
+
+        snapshot = super().sample()
+        if self.hidden > 0:
+            self.hidden -= 1
+            for container in snapshot.containers:
+                container.name = None
+            snapshot.accounting = account(
+                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
+            )
+        return snapshot
+
+
+async def test_names_that_arrive_are_drawn_at_once_not_after_the_redraw_pause() -> None:
+    from pathlib import Path
+
+    from sparktop.config import Config
+    from sparktop.ui.app import SparktopApp
+
+    app = SparktopApp(
+        LateNames(hidden=31), Config(), auto_refresh=False, warmup=30, clock=lambda: 0.0,
+        user_theme_dir=Path("/nonexistent/sparktop-themes"),
+    )  # fmt: skip
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(HistoryChart)
+        await app.refresh_once()  # still ids: the chart keeps its pace (drawn at most every few seconds)
+        await pilot.pause()
+        assert "ssd-tetris-train-1" not in chart_text(chart)
+        await app.refresh_once()  # the names come: drawn now
+        await pilot.pause()
+        assert "ssd-tetris-train-1" in chart_text(chart)
+
+
+async def test_line_labels_stay_whole_when_the_chart_is_laid_out_smaller() -> None:
+    """A block appearing above the chart (a creep alert) shrinks it after it was drawn: the legend kept rows
+    for the old height and `aggressive 100 GB n-1` showed a consumer's name under the label (80×24)."""
+    history, pool = demo_history()
+    app = HistoryApp()
+    async with app.run_test(size=(80, 30)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, pool, top_n=4)
+        await pilot.pause()
+        for height in (24, 20, 16):
+            await pilot.resize_terminal(80, height)
+            await pilot.pause()
+            text = chart_text(chart)
+            for label in ("aggressive 100 GB ", "safe 80 GB "):
+                row = next(row for row in text.splitlines() if label in row)
+                rest = row.split(label, 1)[1]
+                assert re.fullmatch(r"[─┤ \u2800-\u28ff]*", rest), (height, row)

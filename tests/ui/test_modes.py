@@ -92,3 +92,43 @@ async def test_demo_stops_are_marked_demo_in_the_action_log(
     assert len(lines) == 1
     _stamp, action, target, _result = lines[0].split("\t")
     assert action == "stop" and target.startswith("[demo] container ")
+
+
+async def test_creep_watch_says_it_is_collecting_data_until_it_can_judge() -> None:
+    from sparktop.ui.widgets.creep_alerts import CreepAlerts
+
+    app = make_app("audio", warmup=30)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        alerts = app.query_one(CreepAlerts)
+        assert alerts.display and "collecting data" in str(alerts.render())
+        for _ in range(160):
+            await app.refresh_once()
+        await pilot.pause()
+        assert not alerts.display  # enough data, and the calm audio scenario does not creep
+
+
+async def test_ctrl_c_quits_as_in_top() -> None:
+    app = make_app(warmup=3)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_psi_numbers_are_labelled_with_their_averaging_windows() -> None:
+    from sparktop.ui.widgets.pressure_panel import PressurePanel
+
+    for size in ((120, 36), (80, 24)):
+        app = make_app(warmup=5)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            lines = str(app.query_one(PressurePanel).render()).splitlines()
+            header = next(i for i, line in enumerate(lines) if line.startswith("PSI avg"))
+            assert lines[header].split()[2:] == ["10", "s", "60", "s", "300", "s"], lines
+            assert lines[header + 1].startswith("PSI some") and lines[header + 2].startswith("PSI full")
+            # the header's columns end where the numbers end
+            end = len(lines[header].rstrip())
+            assert lines[header + 2][:end].split()[-1].replace(".", "").isdigit()
+            assert lines[header + 2][end : end + 1] in ("", " ")

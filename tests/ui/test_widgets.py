@@ -111,3 +111,28 @@ def test_row_trends_need_a_minute_of_points():
     for i in range(30):
         trends.add(float(i), {"new": i})
     assert trends.rate_per_min("new") is None
+
+
+def test_legend_names_the_largest_first_and_never_folds_it() -> None:
+    """`■ ux-creep 0 MiB ■ ux-hog 0 MiB … +10 more 3.9 GiB` hid the 3.4 GiB hog: containers were kept
+    before bigger processes, and empty ones were listed."""
+    bar = BudgetBar()
+    acct = accounting(0, 0, 5 * 1024**2, unattributed=GIB)
+    acct.consumers += [
+        Consumer(key=f"process:{i}", label=f"p{i}", kind="process", cpu_bytes=(i + 1) * 50 * 1024**2)
+        for i in range(10)
+    ]
+    acct.consumers.append(
+        Consumer(key="process:hog", label="ux-hog", kind="process", cpu_bytes=34 * GIB // 10)
+    )
+    acct.used = sum(c.total for c in acct.consumers) + acct.unattributed
+    bar.segments = build_segments(acct, POOL, PALETTE, ColorAssigner())
+    for width, lines in ((120, 2), (80, 2), (60, 1), (40, 1)):
+        bar.legend_lines = lines
+        text = " ".join(line.plain for line in bar._legend("GiB", width))
+        assert text.startswith("■ ux-hog 3.4 GiB"), (width, text)
+        assert "c0 " not in text and "c1 " not in text  # 0 bytes: not listed
+    bar.legend_lines = 4
+    items = [item for line in bar._legend("GiB", 200) for item in line.plain.split("  ")]
+    named = [item for item in items if item.startswith("■ p") or item.startswith("■ c") or "ux-hog" in item]
+    assert named[0].startswith("■ ux-hog") and named[1].startswith("■ p9") and named[-1].startswith("■ c2")

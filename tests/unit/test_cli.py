@@ -80,3 +80,31 @@ def test_dashboard_start_up_errors_leave_the_garbage_collector_on(capsys: pytest
     assert gc.isenabled()
     assert main(["--replay", "/nonexistent/recording.jsonl"]) == 2
     assert gc.isenabled()
+
+
+def test_once_keeps_one_unit_per_column(capsys: pytest.CaptureFixture[str]) -> None:
+    """`716 MiB` next to `0.0 GiB` in one column read as different scales."""
+    assert main(["--demo", "--once"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if " cpu " in line]
+    assert len(rows) >= 5
+    for label in ("cpu", "gpu"):
+        units = {row[row.index(label) + 2] for row in rows if row[row.index(label) + 1] != "—"}
+        assert len(units) == 1, (label, rows)
+
+
+def test_readme_states_what_record_does_to_an_existing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README said `record` never overwrites while `--overwrite` exists."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    lines = readme.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("sparktop record "))
+    line = lines[at]
+    for more in lines[at + 1 :]:  # the comment goes on, indented
+        if not more.lstrip().startswith("#") or not more.startswith(" "):
+            break
+        line += more
+    with pytest.raises(SystemExit):
+        main(["record", "--help"])
+    options = capsys.readouterr().out
+    for flag in ("--append", "--overwrite"):
+        assert flag in options and flag in line, (flag, line)
+    assert "never overwrites" not in readme

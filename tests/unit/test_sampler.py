@@ -505,3 +505,47 @@ def test_foreign_engine_names_the_engine_a_stop_cannot_reach() -> None:
     # Unnamed while the engine answers: not its container. Unnamed while it does not: nobody can tell.
     assert foreign_engine(ContainerInfo(id="a" * 64), up) == "another Docker engine"
     assert foreign_engine(ContainerInfo(id="a" * 64), down) is None
+
+
+GROWER = """
+import sys
+held = [bytearray(b"x" * (200 * 1024 * 1024))]
+print("ready", flush=True)
+sys.stdin.readline()
+held.append(bytearray(b"y" * (400 * 1024 * 1024)))
+print("grown", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_process_that_grew_since_its_pss_was_read_counts_its_fresh_rss() -> None:
+    """A real child grows from 200 to 600 MiB between two ticks while its PSS is cached for 60 s: the 200 MiB
+    PSS is marked stale and the accounting counts the fresh RSS (a 1.2 GiB process showed 361 MiB)."""
+    import subprocess
+    import sys
+
+    from sparktop.analysis.accounting import process_key
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        source = LiveSource(nvml=FakeNvml({}), docker=FakeDocker({}), pss_top_n=40, pss_interval=60.0)
+        for _ in range(60):  # a few PSS reads per tick: until the child's is read
+            first = next(p for p in source.sample().processes if p.pid == child.pid)
+            if first.pss is not None:
+                break
+        assert first.pss is not None and not first.pss_stale and first.pss >= 190 * 1024**2
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "grown"
+        snap = source.sample()
+        proc = next(p for p in snap.processes if p.pid == child.pid)
+        assert proc.pss == first.pss and proc.pss_stale  # cached, and said to be out of date
+        assert proc.cpu_bytes == proc.rss >= 590 * 1024**2
+        consumer = next(c for c in snap.accounting.consumers if c.key == process_key(proc))
+        assert consumer.cpu_bytes >= 590 * 1024**2
+    finally:
+        child.kill()
+        child.wait()

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktop.analysis.history import History
-from sparktop.analysis.trend import CreepAlert, detect_creep, eta_s, rate_per_min
-from sparktop.model import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.analysis.trend import CreepAlert, collecting_s, detect_creep, eta_s, rate_per_min
+from sparktop.model import GB, GIB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
 
 TOTAL = 128 * GB
 SAFE = 80 * GB
@@ -304,3 +304,47 @@ def test_detection_is_cheap_enough_for_every_tick() -> None:
     begin = time.perf_counter()
     detect_creep(h, SAFE, AGGRESSIVE, TOTAL)
     assert time.perf_counter() - begin < 0.25
+
+
+# --- fast growth, small pools, the collecting hint ---------------------------------------------------------
+
+
+def test_fast_growth_alerts_within_15_s() -> None:
+    """2 GB at 100 MB/s never alerted (the steady rule needs 3 minutes): after a calm minute, it must alert
+    within ~15 s of the start and name the rate; once it stops, the alert goes."""
+    calm = [5 * GB] * 60
+    first = None
+    for seconds in range(1, 21):
+        ramp = [5 * GB + 100e6 * i for i in range(1, seconds + 1)]
+        history = history_of(calm + ramp)
+        found = detect_creep(history, SAFE, AGGRESSIVE, 60 * GB)  # a 60 GB machine: 2 GB matters
+        if found and first is None:
+            first = seconds
+            assert found[0].label == "train.py" and 80e6 <= found[0].rate_bytes_per_s <= 105e6
+    assert first is not None and first <= 15
+    stopped = calm + [5 * GB + 100e6 * i for i in range(1, 21)] + [7 * GB] * 5
+    assert detect_creep(history_of(stopped), SAFE, AGGRESSIVE, 60 * GB) == []
+
+
+def test_fast_growth_into_plenty_of_room_or_a_sawtooth_does_not_alert() -> None:
+    # 100 MB/s toward a pool 80 GB away: the aggressive line is ~10 min off at that rate, fine; 20 MB/s not.
+    slow_far = [10 * GB] * 60 + [10 * GB + 20e6 * i for i in range(1, 16)]
+    assert alerts(slow_far) == []
+    # The rising edge of a 30 s sawtooth of 2 GB: it released as much a moment ago.
+    saw = [10 * GB + 2 * GB * ((i % 30) / 30) for i in range(120)] + [10 * GB + 70e6 * i for i in range(10)]
+    assert detect_creep(history_of(saw), SAFE, AGGRESSIVE, 60 * GB) == []
+
+
+def test_message_on_a_small_pool_lists_lines_in_time_order_and_leaves_out_those_above_it() -> None:
+    """`crosses safe 80 GB in ~2 h 02 min, aggressive … the pool in ~35 min` on a 24 GB machine: the lines
+    above the pool are never reached; what is left comes soonest first."""
+    a = CreepAlert(KEY, "train.py", 0.6 * GIB / 60, GB, 7320.0, 9000.0, 2100.0, SAFE, AGGRESSIVE, 20 * GB)
+    assert a.message("GiB") == "train.py +0.6 GiB/min — crosses the pool in ~35 min"
+    b = CreepAlert(KEY, "train.py", 1e9 / 60, GB, 300.0, 2400.0, 1800.0, SAFE, AGGRESSIVE, 70 * GB)
+    assert b.message("GB") == "train.py +1.0 GB/min — crosses safe 80 GB in ~5 min, the pool in ~30 min"
+
+
+def test_collecting_says_how_much_data_the_steady_rule_still_needs() -> None:
+    assert collecting_s(History()) == 180.0
+    assert collecting_s(history_of([GB] * 61)) == 120.0
+    assert collecting_s(history_of([GB] * 181)) is None

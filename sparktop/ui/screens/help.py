@@ -24,6 +24,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `1` `2` `3` `4` `5` | Dashboard, Containers, Processes, What-if, Models tab (`w` opens What-if too) |
 | `/` | filter the tables (Enter keeps the filter, `Esc` clears it) |
 | `o` / `O` | sort by the next column / reverse the sort (or click a header) |
+| `a` | show / hide the rows that hold no memory (kernel threads, empty containers) |
 | `p` | pause / resume the display (sampling goes on) |
 | `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
@@ -73,6 +74,9 @@ The **safe 80 GB** and **aggressive 100 GB** lines (decimal GB, `--safe` / `--ma
 fall. The state reads *under safe*, *over safe* or *OVER AGGRESSIVE*.
 
 On GB10, CUDA allocations appear in neither RSS nor the cgroup, so the GPU side is counted apart.
+
+A host process counts its **PSS** (shared pages split between their users), re-read every few seconds; while
+its RSS has moved since that read, the fresh **RSS** is counted instead and the PSS cell is dim.
 
 On a machine with a **discrete GPU** (an H100, an RTX card; the header says *discrete GPU*), GPU memory is
 the GPU's own, not the pool's: a second bar under the pool's shows it, each holder in the same colour as in

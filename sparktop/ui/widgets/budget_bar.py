@@ -328,38 +328,38 @@ class BudgetBar(LineDiffWidget):
         return Text(left + " " * max(1, width - len(left) - len(right)) + right, style="dim")
 
     def _legend(self, units: str, width: int) -> list[Text]:
-        """Every segment with its size, wrapped to at most `legend_lines` lines. When that is too few, the
-        smallest processes (then containers) fold into one "+N more" item; the host, unattributed and free
-        entries always show."""
+        """Every segment with its size, the named consumers largest first, wrapped to at most
+        `legend_lines` lines. When that is too few, the smallest consumers fold into one "+N more" item
+        (the largest is always named); the host, unattributed and free entries always show. Consumers
+        holding nothing are left out."""
         limit = max(1, self.legend_lines)
-        foldable = sorted(
-            (i for i, seg in enumerate(self.segments) if seg.key.startswith(("process:", "container:"))),
-            key=lambda i: (self.segments[i].key.startswith("container:"), self.segments[i].nbytes),
+        fixed = [i for i, seg in enumerate(self.segments) if seg.key in _FIXED_KEYS]
+        named = sorted(
+            (i for i, seg in enumerate(self.segments) if seg.key not in _FIXED_KEYS and seg.nbytes > 0),
+            key=lambda i: -self.segments[i].nbytes,
         )
-        all_items = [self._legend_item(seg, units) for seg in self.segments]  # once, not once per fold
-        for folded_count in range(len(foldable) + 1):
-            folded = set(foldable[:folded_count])
-            items = [item for i, item in enumerate(all_items) if i not in folded]
+        items = {i: self._legend_item(self.segments[i], units) for i in (*named, *fixed)}
+        for shown in range(len(named), min(1, len(named)) - 1, -1):  # down to the largest alone
+            parts = [items[i] for i in named[:shown]]
+            folded = named[shown:]
             if folded:
                 hidden = sum(self.segments[i].nbytes for i in folded)
-                more = Text(f"+{len(folded)} more {fmt_bytes(hidden, units)}", style="dim")
-                # After the last named consumer, before the host / unattributed / free entries.
-                named_left = sum(
-                    1
-                    for i in range(len(self.segments))
-                    if i not in folded and self.segments[i].key.startswith(("process:", "container:"))
-                )
-                items.insert(named_left, more)
+                parts.append(Text(f"+{len(folded)} more {fmt_bytes(hidden, units)}", style="dim"))
+            parts += [items[i] for i in fixed]
             # Count the lines from the items' widths; only the wording that fits is wrapped into Text.
-            if _line_count([item.cell_len for item in items], width) <= limit:
-                return _wrap(items, width)
-        return _wrap(items, width)[:limit]
+            if _line_count([item.cell_len for item in parts], width) <= limit:
+                return _wrap(parts, width)
+        return _wrap(parts, width)[:limit]
 
     def _legend_item(self, seg: Segment, units: str) -> Text:
         size = fmt_bytes(seg.nbytes, units)
         if self.detailed and seg.gpu_bytes:
             size += f" (GPU {fmt_bytes(seg.gpu_bytes, units)})"
         return Text.assemble(("■ ", seg.color), (seg.label, "bold"), f" {size}")
+
+
+# Segments that are not a consumer: always in the legend, after the consumers.
+_FIXED_KEYS = frozenset({"host-other", "gpu-unexplained", "unattributed", "free"})
 
 
 def _segment_text(label: str, start: int, cols: int, marks: dict[int, str]) -> str:

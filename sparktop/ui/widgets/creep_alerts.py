@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual.widgets import Static
 
 from sparktop.analysis.trend import CreepAlert
+from sparktop.format import fmt_duration
 
 # An alert is severe (drawn in $error) when the pool is over the aggressive line or will be within this.
 SEVERE_ETA_S = 10 * 60
@@ -24,6 +27,12 @@ class CreepAlerts(Static):
         background: $warning 15%;
         border-left: thick $warning;
     }
+    CreepAlerts.-collecting {
+        color: $text-muted;
+        text-style: none;
+        background: $surface;
+        border-left: thick $panel;
+    }
     CreepAlerts.-severe {
         color: $error;
         background: $error 15%;
@@ -36,17 +45,27 @@ class CreepAlerts(Static):
         self.alerts: list[CreepAlert] = []
         self._shown: Text | None = None
 
-    def show_alerts(self, alerts: list[CreepAlert], units: str = "GiB") -> None:
+    def show_alerts(
+        self, alerts: list[CreepAlert], units: str = "GiB", collecting_s: float | None = None
+    ) -> None:
+        """`collecting_s`: seconds of history the steady-growth rule still needs (None: it has enough); while
+        nothing alerts, one quiet line says so, so that silence is not read as "nothing creeps"."""
         self.alerts = list(alerts)
-        if not alerts:
+        if not alerts and collecting_s is None:
             self.display = False
             return
         severe = any(a.eta_aggressive_s is not None and a.eta_aggressive_s <= SEVERE_ETA_S for a in alerts)
         self.set_class(severe, "-severe")
-        # Text, not markup: a process name may hold square brackets.
-        text = Text("⚠ creep")
-        for alert in alerts:
-            text.append("\n" + alert.message(units))
+        self.set_class(not alerts, "-collecting")
+        if alerts:
+            # Text, not markup: a process name may hold square brackets.
+            text = Text("⚠ creep")
+            for alert in alerts:
+                text.append("\n" + alert.message(units))
+        else:
+            # Whole tens of seconds: the line changes (and repaints) every 10 s, not every tick.
+            left = fmt_duration(10 * math.ceil((collecting_s or 0) / 10))
+            text = Text(f"creep watch: collecting data (~{left} to go; fast growth alerts at once)")
         if text != self._shown or not self.display:
             # The ETAs change every tick; lay the screen out again only when the block's height changes.
             width = self.content_size.width

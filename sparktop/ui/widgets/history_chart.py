@@ -94,10 +94,12 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
     }
     """
 
-    # The whole history is drawn, but never less than this: the axis stays put while the first minutes come
-    # in from the right (as in btop), and one column stands for seconds, so a redraw every few seconds is
-    # all the chart needs.
-    MIN_SPAN_S = 600.0
+    # The whole history is drawn on the shortest of these axes that holds it (beyond the last, on one as
+    # long as the history): the first minutes come in from the right of a 1-, 2-, 5-, then 10-minute axis
+    # (as in btop) instead of four dots at the edge of a ten-minute one, and one column stands for a second
+    # or more, so a redraw every few seconds is all the chart needs.
+    SPAN_STEPS_S = (60.0, 120.0, 300.0, 600.0)
+    MIN_SPAN_S = SPAN_STEPS_S[0]
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
@@ -105,7 +107,8 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
 
     def shown_span(self, times: list[float]) -> float:
         """Seconds the x axis spans when the whole history is drawn."""
-        return max(self.MIN_SPAN_S, times[-1] - times[0]) if times else self.MIN_SPAN_S
+        have = times[-1] - times[0] if times else 0.0
+        return next((step for step in self.SPAN_STEPS_S if step >= have), have)
 
     def seconds_per_column(self, times: list[float]) -> float:
         return self.shown_span(times) / max(1, self.size.width - 8)
@@ -113,6 +116,11 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
     def on_mount(self) -> None:
         # PlotextPlot's own on_mount (called too) re-themes the background; the line colours are ours.
         self.watch(self.app, "theme", self._theme_changed, init=False)
+
+    def on_resize(self) -> None:
+        # Which consumers get a legend row follows the height (they must stay above the lines' labels).
+        if self._args is not None:
+            self._draw(self._args)
 
     def _theme_changed(self) -> None:
         if self._args is not None:
@@ -195,12 +203,21 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
             label = f" {name} {fmt_gb(line)} "
             plt.text(label, x=left, y=line / unit, color=color, background=surface, alignment="left")
         if a.pool_bytes > 0:
-            plt.hline(a.pool_bytes / unit, color=self._var("foreground-muted", "gray"))
+            muted = self._var("foreground-muted", "gray")
+            plt.hline(a.pool_bytes / unit, color=muted)
+            # Named at the right end (the legend is at the left): the top line is the pool, not the frame;
+            # unless the latest data is up there, where the name would cover it (the title names the pool).
+            recent = [v for v in columns[""][-max(1, len(xs) // 8) :] if v is not None]
+            if not recent or max(recent) < 0.95 * a.pool_bytes:
+                plt.text(
+                    " pool ", x=0, y=a.pool_bytes / unit, color=muted, background=surface, alignment="right"
+                )
 
         # `used` first, so it heads the legend. The legend (top left) gets the rows above the highest line's
         # label: the consumers beyond that are drawn unlabelled (their colours are the bar's).
         legend_rows = self._rows_above(max((n for _name, n in lines), default=0) / unit, top / unit * 1.05)
-        self._plot_gappy(xs, columns[""], unit, self._var("foreground", "white"), "used")
+        foreground = self._var("foreground", "white")
+        self._plot_gappy(xs, columns[""], unit, foreground, "used")
         theme = self.app.current_theme if self.is_mounted else None
         segments = derive_palette(theme).segments if theme else ("cyan", "magenta", "green", "yellow")
         for i, key in enumerate(keys):
@@ -209,6 +226,10 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
             if len(label) > _LABEL_WIDTH:
                 label = label[: _LABEL_WIDTH - 1] + "…"
             self._plot_gappy(xs, columns[key], unit, color, label if i + 1 < legend_rows else None)
+        # `used` again, on top: where a consumer's line shares a cell with it (one consumer holding most of
+        # the pool), the last line drawn takes the cell, and `used` is the line that must not vanish.
+        if keys:
+            self._plot_gappy(xs, columns[""], unit, foreground, None)
         self.refresh_changed()
 
     def _rows_above(self, y: float, y_top: float) -> int:

@@ -132,7 +132,7 @@ class CatalogList(DragList):
     """Catalog entries, option ids = entry names. Enter, space or a drop onto the plan adds one."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "add", "Add to plan"),
+        Binding("space", "add", "Add"),
     ]
 
     class AddRequested(Message):

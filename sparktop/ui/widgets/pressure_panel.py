@@ -80,6 +80,11 @@ class PressurePanel(TextPanel):
                     drop.append("  page cache", style="dim")
                 lines.append(drop)
         pressure = memory.pressure
+        if pressure is not None and (pressure.some or pressure.full):
+            # The three numbers are the kernel's averages over 10 s, 60 s and 300 s: say so above them.
+            header = Text("PSI avg".ljust(label_w), style="dim")
+            header.append(f"{'10 s':>5} {'60 s':>5} {'300 s':>5}".rjust(value_w), style="dim")
+            lines.append(header)
         for name in ("some", "full"):
             line = getattr(pressure, name) if pressure else None
             row = Text(f"PSI {name}".ljust(label_w), style="bold")
@@ -91,8 +96,6 @@ class PressurePanel(TextPanel):
                     row.append("  ")
                     spark = sparkline(list(self._series.psi_some), spark_w, 0.0, 100.0)
                     row.append(spark, style=palette.spark)
-                elif name == "full" and spark_w >= 12:
-                    row.append("  avg10 avg60 avg300", style="dim")
             lines.append(row)
         if memory.swap_total:
             swap = Text("swap".ljust(label_w), style="bold")

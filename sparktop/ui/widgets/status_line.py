@@ -29,6 +29,7 @@ class StatusLine(Widget):
         stale: str | None,
         filter_text: str,
         modes: list[str] | None = None,
+        hidden_rows: int = 0,
         source_problems: Sequence[str] = (),
         machine: str | None = None,
     ) -> None:
@@ -54,6 +55,8 @@ class StatusLine(Widget):
             text.append(" ⏸ PAUSED ", style="bold reverse")
         if filter_text:
             text.append(f"  filter: {filter_text!r}", style="bold")
+        if hidden_rows:
+            text.append(f"  {hidden_rows} empty rows hidden (a: all)", style="dim")
         if stale:
             text.append("  ")
             text.append(f" stale: {stale} ", style="bold reverse")

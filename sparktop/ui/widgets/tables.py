@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
@@ -20,7 +21,7 @@ from textual.widgets import DataTable
 from sparktop.analysis.accounting import process_key
 from sparktop.analysis.row_trends import process_gpu, process_total
 from sparktop.collect.controllers import foreign_engine
-from sparktop.format import fmt_bytes, fmt_rate
+from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in, unit_name
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 
@@ -48,6 +49,7 @@ class Row(Generic[T]):
     values: dict[str, Any]
     search: str  # lower-case text the filter matches against
     styles: dict[str, str] = field(default_factory=dict)
+    minor: bool = False  # holds no memory (a kernel thread, an empty container): hidden unless asked for
 
 
 class Cell(Text):
@@ -76,8 +78,8 @@ CONTAINER_COLUMN_SPECS: dict[str, ColumnSpec] = {
         ColumnSpec("status", "status"),
         ColumnSpec("image", "image", max_width=32),
         ColumnSpec("id", "id"),
-        ColumnSpec("cpu", "CPU mem", "bytes"),
-        ColumnSpec("gpu", "GPU mem", "bytes"),
+        ColumnSpec("cpu", "CPU", "bytes"),  # the header's second line names the unit
+        ColumnSpec("gpu", "GPU", "bytes"),
         ColumnSpec("total", "total", "bytes"),
         ColumnSpec("trend", "trend", "rate"),
         ColumnSpec("pss", "PSS", "bytes"),
@@ -93,13 +95,13 @@ PROCESS_COLUMN_SPECS: dict[str, ColumnSpec] = {
     c.key: c
     for c in (
         ColumnSpec("pid", "PID", "number"),
-        ColumnSpec("name", "process", max_width=18),
-        ColumnSpec("container", "container", max_width=20),
+        ColumnSpec("name", "process", max_width=16),
+        ColumnSpec("container", "container", max_width=18),
         ColumnSpec("user", "user"),
         ColumnSpec("cpu_pct", "CPU %", "percent"),
         ColumnSpec("rss", "RSS", "bytes"),
         ColumnSpec("pss", "PSS", "bytes"),
-        ColumnSpec("gpu", "GPU mem", "bytes"),
+        ColumnSpec("gpu", "GPU", "bytes"),
         ColumnSpec("total", "total", "bytes"),
         ColumnSpec("trend", "trend", "rate"),
         ColumnSpec("command", "command", max_width=72),
@@ -152,7 +154,8 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
             "pids": len(c.pids),
         }
         search = " ".join(str(values[k]) for k in ("name", "project", "service", "image", "id")).lower()
-        rows.append(Row(key=key, item=c, values=values, search=search))
+        minor = not values["total"] and not c.pids
+        rows.append(Row(key=key, item=c, values=values, search=search, minor=minor))
     return rows
 
 
@@ -178,7 +181,11 @@ def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]
             "command": p.cmdline or p.name,
         }
         search = f"{p.pid} {p.name} {container} {p.user or ''} {p.cmdline}".lower()
-        rows.append(Row(key=key, item=p, values=values, search=search))
+        # Kernel threads (children of kthreadd, pid 2) and processes holding nothing: clutter by default.
+        minor = p.pid == 2 or p.ppid == 2 or not values["total"]
+        # A PSS from before the process's RSS moved: shown dim, and the total is the fresh RSS.
+        styles = {"pss": "dim"} if p.pss_stale else {}
+        rows.append(Row(key=key, item=p, values=values, search=search, minor=minor, styles=styles))
     return rows
 
 
@@ -201,12 +208,14 @@ class ConsumerTable(DataTable, Generic[T]):
         # Rendered cells by what they show (see `_render_cell`); before super(), whose watchers clear it.
         self._cells_drawn: LRUCache[tuple, tuple[object, Any]] = LRUCache(4096)
         self._lines_drawn: LRUCache[tuple, tuple[tuple, Any]] = LRUCache(1024)
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True, header_height=2)
         self.specs = specs
         self.column_keys = [c for c in columns if c in specs]
         self.sort_column = sort_column if sort_column in self.column_keys else self._first_numeric()
         self.sort_reverse = specs[self.sort_column].numeric
         self.filter_text = ""
+        self.show_minor = False  # rows that hold no memory (kernel threads, empty containers)
+        self.minor_hidden = 0  # how many such rows the last draw left out
         self.units = "GiB"
         self.warn_rate = 100 * 1024**2  # bytes/min at which the trend turns the warning colour
         self.warn_color = "yellow"
@@ -215,6 +224,7 @@ class ConsumerTable(DataTable, Generic[T]):
         self._shown: dict[str, dict[str, Any]] = {}  # row key -> raw values currently drawn
         self._dirty = False  # rows changed since the last draw
         self._force = False  # redraw every cell (the units changed)
+        self._units: dict[str, ColumnUnit] = {}  # bytes / rate column -> its unit: one unit a column
 
     def _first_numeric(self) -> str:
         return next((k for k in self.column_keys if self.specs[k].numeric), self.column_keys[0])
@@ -272,6 +282,10 @@ class ConsumerTable(DataTable, Generic[T]):
         if self._dirty:
             self._sync(force=self._force)
 
+    def set_show_minor(self, show: bool) -> None:
+        self.show_minor = show
+        self._sync()
+
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip().lower()
         self._sync()
@@ -298,25 +312,49 @@ class ConsumerTable(DataTable, Generic[T]):
     # -- internals ---------------------------------------------------------------------------------------
 
     def _header(self, key: str) -> str:
-        label = self.specs[key].label
-        if key == self.sort_column:
-            return f"{label} {'▼' if self.sort_reverse else '▲'}"
-        return f"{label}  "
+        spec = self.specs[key]
+        label = spec.label
+        label += f" {'▼' if self.sort_reverse else '▲'}" if key == self.sort_column else "  "
+        if spec.numeric:
+            # One unit per column, named once on the header's second line: the cells are numbers only
+            # (narrow columns leave the command line its room).
+            unit = self._units.get(key)
+            label += "\n" + (unit_name(self.units, unit, rates=spec.kind == "rate") if unit else "")
+        return label
 
     def _visible(self, row: Row[T]) -> bool:
         return not self.filter_text or self.filter_text in row.search
+
+    def _column_units(self, rows: Iterable[Row[T]]) -> set[str]:
+        """Pick each bytes / rate column's unit from the rows shown; the columns whose unit changed."""
+        rows = list(rows)
+        changed = set()
+        for key in self.column_keys:
+            kind = self.specs[key].kind
+            if kind not in ("bytes", "rate"):
+                continue
+            unit = column_unit((r.values.get(key) for r in rows), self.units, rates=kind == "rate")
+            if self._units.get(key) != unit:
+                self._units[key] = unit
+                changed.add(key)
+                if key in self.columns:
+                    self.columns[key].label = Text(self._header(key))  # type: ignore[index]
+                    self._require_update_dimensions = True
+        return changed
 
     def _cell(self, key: str, value: Any, row: Row[T]) -> Cell:
         spec = self.specs[key]
         style = row.styles.get(key, "")
         if spec.kind == "bytes":
-            return Cell(fmt_bytes(value, self.units), value, style, justify="right")
+            text = fmt_bytes_in(value, self.units, self._units.get(key, ColumnUnit(True)), unit=False)
+            return Cell(text, value, style, justify="right")
         if spec.kind == "rate":
             if value is not None and value >= self.warn_rate:
                 style = style or f"bold {self.warn_color}"
             elif value is None or abs(value) < 1024**2:
                 style = style or "dim"
-            text = fmt_rate(value, self.units) if value is not None else "·"
+            unit = self._units.get(key, ColumnUnit(True))
+            text = fmt_rate_in(value, self.units, unit, unit=False) if value is not None else "·"
             return Cell(text, value, style, justify="right")
         if spec.kind == "percent":
             return Cell("—" if value is None else f"{value:.0f}", value, style, justify="right")
@@ -332,7 +370,10 @@ class ConsumerTable(DataTable, Generic[T]):
             return  # not mounted yet; on_mount adds columns, the next tick fills it
         selected = self.selected_key
         cursor_row = self.cursor_row
-        wanted = {k: r for k, r in self._all_rows().items() if self._visible(r)}
+        matching = [r for r in self._all_rows().values() if self._visible(r)]
+        wanted = {r.key: r for r in matching if self.show_minor or not r.minor}
+        self.minor_hidden = len(matching) - len(wanted)
+        restyled = self._column_units(wanted.values())
         for key in [k for k in self._shown if k not in wanted]:
             self.remove_row(key)
             del self._shown[key]
@@ -343,11 +384,11 @@ class ConsumerTable(DataTable, Generic[T]):
             else:
                 for c in self.column_keys:
                     value = row.values.get(c)
-                    if force or shown.get(c) != value:
+                    if force or c in restyled or shown.get(c) != value:
                         cell = self._cell(c, value, row)
                         old = self.get_cell(key, c)
                         # Bytes jitter every tick; redraw only what the text shows (and all on `force`).
-                        if force or old.plain != cell.plain or old.style != cell.style:
+                        if force or c in restyled or old.plain != cell.plain or old.style != cell.style:
                             self.update_cell(key, c, cell)
             self._shown[key] = dict(row.values)
         self._fit_columns()
@@ -456,7 +497,8 @@ class ConsumerTable(DataTable, Generic[T]):
             if not column.auto_width:
                 continue
             cells = (self._data[row_key][key] for row_key in self._data)
-            width = max([column.label.cell_len, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
+            label = max(cell_len(line) for line in column.label.plain.split("\n"))
+            width = max([label, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
             if width != column.content_width:
                 column.content_width = width
                 changed = True

@@ -1,0 +1,128 @@
+"""The tables: one unit per column, and the rows that hold nothing (kernel threads, empty containers) left out
+until `a` asks for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparktop.collect.sampler import LiveSource
+from sparktop.config import Config
+from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in
+from sparktop.model import GIB, DockerStatus, GpuReport
+from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
+from sparktop.ui.widgets.status_line import StatusLine
+from tests.ui.demo_app import make_app
+
+MIB = 1024**2
+
+
+class NoGpu:
+    def collect(self) -> GpuReport:
+        return GpuReport(available=False, reason="no GPU in the test")
+
+
+class NoDocker:
+    def containers(self):
+        return {}, DockerStatus(available=False, reason="not used in this test")
+
+
+def column(table, key: str) -> list[str]:
+    index = table.get_column_index(key)
+    return [table.get_cell_at((row, index)).plain for row in range(table.row_count)]
+
+
+def units_of(cells: list[str]) -> set[str]:
+    return {cell.split(" ", 1)[1] for cell in cells if " " in cell}
+
+
+def test_column_unit_helpers() -> None:
+    assert column_unit([716 * MIB, 0, None]) == ColumnUnit(False)
+    assert column_unit([716 * MIB, GIB]) == ColumnUnit(True, 2)  # 0.70 GiB, not 0.7 or 716 MiB
+    assert column_unit([2 * GIB, GIB, 0]) == ColumnUnit(True, 1)
+    assert fmt_bytes_in(0, "GiB", ColumnUnit(False)) == "0 MiB"
+    assert fmt_bytes_in(716 * MIB, "GiB", ColumnUnit(True, 2)) == "0.70 GiB"
+    assert column_unit([5 * MIB, 1.3 * GIB], rates=True) == ColumnUnit(True, 2)
+    assert fmt_rate_in(200 * MIB, "GiB", ColumnUnit(True, 1)) == "+0.2 GiB/min"
+    assert fmt_rate_in(-0.001 * GIB, "GiB", ColumnUnit(True, 2)) == "0.00 GiB/min"  # no "-0.00"
+    assert fmt_rate_in(5 * MIB, "GiB", ColumnUnit(False)) == "+5 MiB/min"
+    assert fmt_bytes_in(None, "GiB", ColumnUnit(True)) == "—"
+
+
+async def test_one_unit_per_column() -> None:
+    """`716 MiB` next to `0.0 GiB`, `+5 MiB/min` next to `+1.3 GiB/min`: each bytes or rate column now has
+    one unit, chosen by its largest value and named once, on the header's second line; cells are numbers."""
+    app = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        for tab, table_type in (("2", ContainersTable), ("3", ProcessesTable)):
+            await pilot.press(tab)
+            await pilot.pause()
+            table = app.query_one(table_type)
+            for key in table.column_keys:
+                kind = table.specs[key].kind
+                if kind not in ("bytes", "rate"):
+                    continue
+                unit = table.columns[key].label.plain.split("\n")[1]
+                assert unit in (("GiB", "MiB") if kind == "bytes" else ("GiB/min", "MiB/min")), (key, unit)
+                for cell in column(table, key):
+                    assert cell in ("—", "·") or float(cell) is not None, (key, cell)
+        processes = app.query_one(ProcessesTable)
+        assert processes.columns["rss"].label.plain.split("\n")[1] == "GiB"  # the largest is GiB
+        assert "0.05" in column(processes, "rss")  # so a ~50 MiB process reads 0.05, not 0.0
+
+
+async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
+    app = SparktopApp(
+        LiveSource(nvml=NoGpu(), docker=NoDocker()),
+        Config(),
+        auto_refresh=False,
+        warmup=1,
+        user_theme_dir=Path("/nonexistent/sparktop-themes"),
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        table = app.query_one(ProcessesTable)
+        procs = {p.pid: p for p in app.latest.processes}
+        kernel = {pid for pid, p in procs.items() if p.ppid == 2 or pid == 2}
+        assert kernel, "this machine has kernel threads"
+        shown = {int(cell) for cell in column(table, "pid")}
+        assert not shown & kernel
+        assert all(cell != "0 MiB" for cell in column(table, "total"))
+        status = str(app.query_one(StatusLine).render())
+        assert f"{table.minor_hidden} empty rows hidden (a: all)" in status and table.minor_hidden >= len(
+            kernel
+        )
+        await pilot.press("a")
+        await pilot.pause()
+        shown = {int(cell) for cell in column(table, "pid")}
+        assert kernel <= shown
+        assert "hidden" not in str(app.query_one(StatusLine).render())
+        await pilot.press("a")
+        await pilot.pause()
+        assert not {int(cell) for cell in column(table, "pid")} & kernel
+
+
+def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
+    from sparktop.collect.demo import DemoSource
+    from sparktop.ui.widgets.tables import process_rows
+
+    snapshot = DemoSource().sample()
+    proc = next(p for p in snapshot.processes if not p.container_id and p.rss > 100 * MIB)
+    proc.pss, proc.pss_stale = proc.rss // 3, True
+    row = next(r for r in process_rows(snapshot, lambda key: None) if r.item is proc)
+    assert row.values["pss"] == proc.rss // 3 and row.styles.get("pss") == "dim"
+    assert row.values["total"] == proc.rss + (proc.gpu_bytes or 0)
+    proc.pss_stale = False
+    row = next(r for r in process_rows(snapshot, lambda key: None) if r.item is proc)
+    assert row.values["total"] == proc.rss // 3 + (proc.gpu_bytes or 0) and "pss" not in row.styles
+
+
+async def test_the_command_line_has_room_at_120_columns() -> None:
+    """At 120 columns the command column was 9 characters wide (units in every cell, wide name columns)."""
+    app = make_app()  # seven minutes in: the trend column is filled
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("3")
+        await pilot.pause()
+        table = app.query_one(ProcessesTable)
+        assert table.columns["command"].width >= 20, table.columns["command"].width
+        assert any(cell.startswith("python3 train.py") for cell in column(table, "command"))

@@ -1,0 +1,107 @@
+"""The What-if tab as it reads on screen: the catalog sorted and legible at 60×18, the find box let go by Esc,
+verdict words never glued to their reason, the footer holding the tab's keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, OptionList, Static
+
+from sparktop.ui.whatif import WhatIfPane
+from tests.ui.demo_app import make_app
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The built-in catalog only (no user catalog, no local models)."""
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for name in ("OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE",
+                 "SPARKTOP_GGUF_PATH"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def catalog_rows(pane: WhatIfPane) -> list[str]:
+    options = pane.query_one("#whatif-catalog", OptionList)
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_catalog_is_sorted_and_names_stay_legible_at_60x18() -> None:
+    app = make_app(warmup=5)
+    async with app.run_test(size=(60, 18)) as pilot:
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(WhatIfPane)
+        rows = catalog_rows(pane)
+        names = [row[6:].split("  ")[0] for row in rows]
+        assert names == sorted(names, key=str.lower)
+        # What the list shows: the name right after the size (the kind after it, cut first).
+        catalog = pane.query_one("#whatif-catalog", OptionList)
+        width = catalog.scrollable_content_region.width - 1  # the option's own padding
+        llamas = [row[:width] for row in rows if "llama" in row]
+        assert len(llamas) > 3 and len(set(llamas)) == len(llamas), llamas  # each row tells its model apart
+
+
+async def test_esc_lets_go_of_the_find_box() -> None:
+    app = make_app(warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        pane = app.query_one(WhatIfPane)
+        await pilot.press("slash", "l", "l", "a")
+        box = pane.query_one("#whatif-filter", Input)
+        assert app.focused is box and box.value == "lla"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is pane.query_one("#whatif-catalog", OptionList) and box.value == ""
+        await pilot.press("slash", "escape")  # empty: Esc leaves it all the same
+        await pilot.pause()
+        assert app.focused is pane.query_one("#whatif-catalog", OptionList)
+        await pilot.press("2")  # the keys work again: number keys change tabs
+        await pilot.pause()
+        assert app.query_one("TabbedContent").active == "containers"
+
+
+async def test_verdict_words_are_never_glued_to_their_reason() -> None:
+    """`FITS1.2 GB`, `OKnothing`: the space sat between two styled runs, where a reader of runs dropped it."""
+    app = make_app(warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        box = app.query_one("#whatif-verdicts", Static)
+        lines = box.render_lines(box.region.reset_offset)
+        for strip in lines[:2]:
+            runs = [seg.text for seg in strip if seg.text]
+            for text in runs:
+                if text in ("FITS", "TIGHT", "OOM RISK", "WON'T FIT", "OK", "CAREFUL", "NO"):
+                    pytest.fail(f"verdict run without its separator: {runs}")
+
+
+async def test_the_footer_holds_the_whatif_keys_at_100_columns() -> None:
+    app = make_app(warmup=5)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("w")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = {k: a.binding for k, a in app.screen.active_bindings.items() if a.binding.show}
+        assert "o" not in shown and "slash" not in shown  # the tables' keys are off this tab
+        # As the footer writes them: one entry per binding, its keys' display and description.
+        entries = {
+            (b.action, b.description): f"{app.get_key_display(b)} {b.description}" for b in shown.values()
+        }
+        text = "  ".join(entries.values())
+        assert len(text) + 14 <= 100, text  # fits beside "^p palette"
+        await pilot.press("2")
+        await pilot.pause()
+        shown = {k for k, a in app.screen.active_bindings.items() if a.binding.show}
+        assert "o" in shown and "slash" in shown
