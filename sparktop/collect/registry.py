@@ -126,7 +126,9 @@ class AddOns:
         if collectors is not None:
             self._parts = [Guarded(c.name, part=c) for c in collectors]
         else:
-            self._parts = [Guarded(a.name, make=_importer(a.target)) for a in add_ons]
+            self._parts = [
+                Guarded(a.name, make=_importer(a.target), what=f"{a.name} collector") for a in add_ons
+            ]
 
     def __len__(self) -> int:
         return len(self._parts)

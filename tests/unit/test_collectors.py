@@ -101,7 +101,7 @@ def test_a_collector_that_cannot_be_made_says_why_every_tick() -> None:
         add_ons.collect(snap)
         assert len(snap.errors) == 1
         assert snap.errors[0].startswith(
-            "missing unavailable: No module named 'sparktop.collect.no_such_module'"
+            "missing collector unavailable: No module named 'sparktop.collect.no_such_module'"
         )
         assert [r.collector for r in snap.services] == ["fixed"]
 

@@ -540,7 +540,7 @@ def test_a_process_that_grew_since_its_pss_was_read_counts_its_fresh_rss() -> No
         child.stdin.write("\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == "grown"
-        snap = source.sample()
+        snap = Session().ingest(source.sample())  # the session does the accounting
         proc = next(p for p in snap.processes if p.pid == child.pid)
         assert proc.pss == first.pss and proc.pss_stale  # cached, and said to be out of date
         assert proc.cpu_bytes == proc.rss >= 590 * 1024**2
