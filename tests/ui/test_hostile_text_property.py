@@ -21,7 +21,7 @@ from sparktop.cli import summarize
 from sparktop.collect.demo import DemoSource
 from sparktop.config import Config
 from sparktop.model import Snapshot
-from sparktop.text import has_raw_controls, json_visible
+from sparktop.text import has_raw_controls, json_visible, visible
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.whatif import WhatIfPane
@@ -80,7 +80,7 @@ async def _drive(texts: list[str], tmp: Path) -> list[str]:
         await pilot.press("2")
         await pilot.pause()
         table = app.query_one("#containers-table", ContainersTable)
-        target = next(c for c in app.latest.containers if c.compose_project == texts[0])
+        target = next(c for c in app.latest.containers if c.compose_project == visible(texts[0]))
         table.move_cursor(row=table.get_row_index(f"container:{target.id}"))
         screens.append(screen_text(app))  # containers table
         await pilot.press("s")
