@@ -6,8 +6,10 @@ the terminal was given back as it was found, and `pipe-pane` records every byte 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -81,7 +83,41 @@ class TmuxPane:
         return self.raw.read_bytes() if self.raw.exists() else b""
 
     def close(self) -> None:
+        """End the tmux server; whatever the pane ran and outlived the hang-up (a test that failed on a
+        program that does not exit) is killed, so no test leaves a process behind."""
+        try:
+            shell = int(self._tmux("display-message", "-p", "-t", self.session, "#{pane_pid}").strip())
+        except (subprocess.SubprocessError, ValueError):
+            shell = None
+        left = _descendants(shell) if shell else []
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=20)
+        deadline = time.monotonic() + 3
+        while left and time.monotonic() < deadline:
+            left = [pid for pid in left if _alive(pid)]
+            time.sleep(0.1)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        except OSError:
+            continue
+        out.extend(int(c) for c in children)
+        todo.extend(int(c) for c in children)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def sparktop_command(*args: str) -> str:
