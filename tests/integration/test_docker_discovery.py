@@ -200,32 +200,3 @@ def test_engine_never_raises_on_garbage_url() -> None:
     names, status = DockerDiscovery(base_url="tcp://127.0.0.1:1").containers()
     assert names == {} and not status.available
     assert "connection refused" in status.reason
-
-
-def test_sparse_list_is_far_cheaper_than_the_stats_api(docker_engine: DockerEngine, lab, capsys) -> None:
-    """Why discovery uses one sparse list and memory comes from cgroups (DESIGN §5): measured here."""
-    client = docker_engine.client
-    for _ in range(3):  # warm the connection
-        client.containers.list(sparse=True)
-    t0 = time.perf_counter()
-    rounds = 20
-    for _ in range(rounds):
-        listed = client.containers.list(sparse=True)
-    list_s = (time.perf_counter() - t0) / rounds
-    assert len(listed) >= 3
-
-    containers = list(lab.values())
-    stats_s = []
-    for c in containers:
-        t0 = time.perf_counter()
-        stats = c.stats(stream=False)
-        stats_s.append(time.perf_counter() - t0)
-        assert stats["memory_stats"]["usage"] > 0
-    with capsys.disabled():
-        stats_text = ", ".join(f"{s:.2f} s" for s in stats_s)
-        print(
-            f"\n[docker timing] containers.list(sparse=True): {list_s * 1000:.1f} ms for {len(listed)}"
-            f" containers; container.stats(stream=False): {stats_text} (engine startup"
-            f" {docker_engine.startup_s:.2f} s, image import {docker_engine.import_s or 0:.2f} s)"
-        )
-    assert list_s * 10 < min(stats_s)

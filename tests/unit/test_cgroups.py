@@ -152,7 +152,7 @@ def test_match_ignores_lines_naming_another_container() -> None:
     assert match_cgroup(text) == CgroupMatch("docker", A, None, f"/docker/{A}")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     st.lists(
         st.one_of(

@@ -163,7 +163,7 @@ _line = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(_line, max_size=15))
 def test_meminfo_parser_never_raises_anything_else(lines: list[str]) -> None:
     try:
@@ -176,7 +176,7 @@ def test_meminfo_parser_never_raises_anything_else(lines: list[str]) -> None:
     assert mem.used >= 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.integers(1, 2**50), st.integers(0, 2**50), st.integers(0, 2**50))
 def test_meminfo_round_trip(total: int, free: int, available: int) -> None:
     text = meminfo_text(total_kb=total, free_kb=free, available_kb=available)
@@ -240,7 +240,7 @@ def test_pressure_malformed_lines_are_ignored(text: str, some: bool, full: bool)
         assert (p.some is not None, p.full is not None) == (some, full)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     st.lists(
         st.one_of(
