@@ -142,7 +142,7 @@ class BlackBox:
                 sizes[path] = path.stat()
             except OSError:
                 continue
-        # The older segments get what the current one may still grow into: so the whole stays within max_bytes.
+        # The older segments get what the current one may still grow into, so the whole stays in max_bytes.
         budget = max(0, self.max_bytes - self.segment_bytes)
         total = sum(st.st_size for path, st in sizes.items() if path != self.current)
         now = self.clock()

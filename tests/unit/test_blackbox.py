@@ -47,7 +47,9 @@ def test_what_is_written_replays_in_order(tmp_path: Path) -> None:
 def test_rotation_keeps_the_size_bound_and_the_newest_data(tmp_path: Path) -> None:
     demo = DemoSource(seed=4)
     clock = iter(range(1_000_000)).__next__
-    box = BlackBox(tmp_path, max_bytes=40_000, segment_bytes=10_000, fsync_every_s=0, clock=lambda: float(clock()))
+    box = BlackBox(
+        tmp_path, max_bytes=40_000, segment_bytes=10_000, fsync_every_s=0, clock=lambda: float(clock())
+    )
     last = None
     for _ in range(400):
         last = demo.sample()
@@ -104,7 +106,9 @@ def test_kill_9_mid_write_loses_at_most_the_unsynced_line(tmp_path: Path) -> Non
 def tiny_tmpfs(tmp_path: Path):
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
+    )
     assert done.returncode == 0, f"cannot mount a tmpfs for the test (run as root): {done.stderr!r}"
     try:
         yield mount

@@ -36,7 +36,9 @@ def run(values: list[float], psi_full: float | None = None) -> tuple[History, Ho
                 gpu=GpuReport(available=False, reason="test"),
                 accounting=Accounting(
                     used=used,
-                    consumers=[Consumer(key="process:7:1", label="train.py", kind="process", cpu_bytes=int(v))],
+                    consumers=[
+                        Consumer(key="process:7:1", label="train.py", kind="process", cpu_bytes=int(v))
+                    ],
                     unattributed=BASE,
                 ),
             )
