@@ -1,6 +1,7 @@
 """Snapshot cost on this machine with 1,000 extra processes and 20 running containers, side by side:
 
-- sparktop's whole live tick (`LiveSource.sample()`), and its process scan alone;
+- sparktop's whole live tick (`LiveSource.sample()` plus `Session.ingest`: accounting, history), and its
+  process scan alone;
 - `psutil.process_iter` over the same per-process fields (and with the cgroup file read too, which
   psutil lacks);
 - bare reads of each process's statm/stat/cgroup files (the floor for any per-process scan in Python);
@@ -32,6 +33,7 @@ from sparktop.collect.cgroups import CgroupFS  # noqa: E402
 from sparktop.collect.docker import DockerDiscovery  # noqa: E402
 from sparktop.collect.processes import ProcessScanner  # noqa: E402
 from sparktop.collect.sampler import LiveSource  # noqa: E402
+from sparktop.session import Session  # noqa: E402
 from tests.integration.engine import DockerEngine, unique_name  # noqa: E402
 
 PSUTIL_FIELDS = ["pid", "ppid", "name", "cmdline", "username", "memory_info", "cpu_times", "create_time"]
@@ -155,14 +157,18 @@ def main() -> int:
             time.sleep(1.0)
             nprocs = sum(1 for e in os.listdir("/proc") if e.isdigit())
             source = LiveSource(docker=DockerDiscovery(base_url=engine.socket_url))
-            snap = source.sample()
+            session = Session()
+            snap = session.ingest(source.sample())
             seen = sum(1 for c in snap.containers if c.id in {k.id for k in containers})
             scanner = ProcessScanner()
             cgfs = CgroupFS()
             paths = [c.cgroup_path for c in snap.containers if c.cgroup_path and c.memory]
 
             results = [
-                row("sparktop: whole live tick (LiveSource.sample)", timed(source.sample, args.reps)),
+                row(
+                    "sparktop: whole live tick (LiveSource.sample + Session.ingest)",
+                    timed(lambda: session.ingest(source.sample()), args.reps),
+                ),
                 row("sparktop: process scan alone (ProcessScanner.scan)", timed(scanner.scan, args.reps)),
                 row("psutil.process_iter, same fields", timed(lambda: psutil_scan(False), args.reps)),
                 row(

@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _open_source_and_run(opts: argparse.Namespace) -> int:
-    from sparktop.collect.factory import SourceError, make_source
+    from sparktop.collect.factory import SourceError, open_source
     from sparktop.text import visible_lines
 
     try:
@@ -136,7 +136,7 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
             opts.read_only = opts.read_only or not opts.exporter_actions
             source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
         else:
-            source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+            source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2
@@ -149,9 +149,10 @@ def _open_source_and_run(opts: argparse.Namespace) -> int:
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str) -> int:
+    from sparktop.session import Session
     from sparktop.text import json_visible, visible_lines
 
-    snapshot = source.sample()
+    snapshot = Session().ingest(source.sample())
     if as_json:
         print(json_visible(snapshot.model_dump_json(indent=2)))
     else:
@@ -277,8 +278,9 @@ def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> i
 
 
 def _run_record(argv: list[str]) -> int:
-    from sparktop.collect.factory import SourceError, make_source
+    from sparktop.collect.factory import SourceError, open_source
     from sparktop.collect.replay import record
+    from sparktop.session import IngestingSource, Session
 
     parser = _record_parser()
     opts = parser.parse_args(argv)
@@ -286,10 +288,12 @@ def _run_record(argv: list[str]) -> int:
     _positive(parser, "--duration", opts.duration)
     mode = "append" if opts.append else "overwrite" if opts.overwrite else "new"
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2
+    # Recorded snapshots carry the accounting the dashboard shows, made by the same session code.
+    source = IngestingSource(source, Session())
     # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
     # (a compressed one gets its end marker) and the count is reported.
     for signum in (signal.SIGTERM, signal.SIGHUP):

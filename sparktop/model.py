@@ -252,7 +252,9 @@ class ServedModel(_Model):
 
 
 class ServiceReport(_Model):
-    """What one add-on collector saw at one endpoint this tick; `error`: one readable line when it failed."""
+    """What one add-on collector (`sparktop.collect.registry`) reported this tick: one per endpoint it reads
+    (a model server, say). `error` is one readable line when the endpoint could not be read. Collectors
+    add their own fields to this model (below: the model servers')."""
 
     collector: str
     endpoint: VisibleStr = ""
@@ -281,6 +283,7 @@ class Snapshot(_Model):
     containers: list[ContainerInfo] = Field(default_factory=list)
     docker: DockerStatus = Field(default_factory=lambda: DockerStatus(available=False, reason="not probed"))
     accounting: Accounting | None = None
+    # What the add-on collectors reported this tick (model servers, ...); empty when none is registered.
     services: list[ServiceReport] = Field(default_factory=list)
     # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
     errors: list[VisibleStr] = Field(default_factory=list)

@@ -1,9 +1,11 @@
 """Verdicts on a plan: does the memory fit, and will the workloads starve each other of the GPU.
 
 Fit: baseline + every workload against the safe (80 GB) and aggressive (100 GB) lines and the pool
-(decimal GB, 1e9 bytes). Compute: the reference's decision matrix (training saturates the SMs; big decoders
-split the 273 GB/s; sequential pipeline stages never collide), extended with a duty-cycle model that gives
-each interactive workload an expected slowdown.
+(decimal GB, 1e9 bytes), by the high side of the estimates. Compute: the reference's decision matrix (training
+saturates the SMs; big decoders split the 273 GB/s; sequential pipeline stages never collide), with slowdowns
+calibrated on measured pairs of GPU processes (shared/reference/measured-h100.md section 2): each interactive
+workload gets the slowdown while everything else is busy at once, and the expected one (weighted by how often
+the others are busy); decode speeds shared with the others are the same figure.
 """
 
 from __future__ import annotations
@@ -74,53 +76,80 @@ class Lines:
         }.get(verdict)
 
 
+def plan_lines(pool: float, safe: float | None = None, aggressive: float | None = None) -> Lines:
+    """The lines every plan verdict uses, in the What-if tab and `sparktop plan` alike: the user's where they
+    set their own, else the reference's 80/100 GB, kept as a share of the pool on a machine much smaller than
+    a Spark. A value equal to the reference's default counts as not set (the dashboard's config always has
+    one)."""
+    default = Lines.for_pool(pool)
+    own_safe = safe if safe and safe != SAFE_LINE else None
+    own_aggressive = aggressive if aggressive and aggressive != AGGRESSIVE_LINE else None
+    if own_safe is None and own_aggressive is None:
+        return default
+    return Lines(own_safe or default.safe, own_aggressive or default.aggressive, pool)
+
+
 @dataclass
 class FitVerdict:
+    """The verdict goes by the honest side of the estimates, the high one: an underestimate freezes a Spark.
+    `mid_verdict` is what the mid estimates alone would say (`sparktop plan --optimistic`)."""
+
     verdict: str
     total: Range
     lines: Lines
-    culprit: str | None = None  # the workload whose addition crossed the line
+    mid_verdict: str = FITS
+    culprit: str | None = None  # the workload whose addition crossed the line (high side)
     line_crossed: str | None = None  # "safe", "aggressive" or "pool"
-    excess: float = 0.0  # bytes that would have to go to be back under the safe line
+    excess: float = 0.0  # bytes that would have to go to be back under the safe line (high side)
     enough_to_drop: list[str] = field(default_factory=list)  # any one of these alone would be enough
-    high_verdict: str = FITS  # the verdict with every high estimate
     reason: str = ""
+
+    @property
+    def high_verdict(self) -> str:
+        return self.verdict
+
+    @property
+    def headline(self) -> str:
+        """ "fits", or "fits at mid, tight at high" when the two sides differ."""
+        if self.mid_verdict == self.verdict:
+            return self.verdict
+        return f"{self.mid_verdict} at mid, {self.verdict} at high"
 
 
 def fit_verdict(baseline: Range, items: Sequence[tuple[str, Range]], lines: Lines) -> FitVerdict:
     total = baseline + Range.total(r for _, r in items)
-    verdict = lines.classify(total.mid)
-    out = FitVerdict(verdict=verdict, total=total, lines=lines, high_verdict=lines.classify(total.high))
-    headroom = lines.safe - total.mid
+    verdict = lines.classify(total.high)
+    out = FitVerdict(verdict=verdict, total=total, lines=lines, mid_verdict=lines.classify(total.mid))
+    figures = _gb(total.mid) if total.high == total.mid else f"{_gb(total.mid)} (high {_gb(total.high)})"
+    prefix = "" if out.mid_verdict == verdict else f"{out.headline}: "
     if verdict == FITS:
         out.reason = (
-            f"{_gb(total.mid)} of {_gb(lines.pool)}: under the {_gb(lines.safe)} safe line "
-            f"with {_gb(headroom)} to spare"
+            f"{figures} of {_gb(lines.pool)}: under the {_gb(lines.safe)} safe line "
+            f"with {_gb(lines.safe - total.high)} to spare"
         )
-    else:
-        name, line = lines.line_for(verdict)  # type: ignore[misc]
-        out.line_crossed = name
-        running = baseline.mid
-        for item_name, r in items:
-            running += r.mid
-            if running > line:
-                out.culprit = item_name
-                break
-        out.excess = total.mid - lines.safe
-        out.enough_to_drop = [n for n, r in sorted(items, key=lambda x: x[1].mid) if r.mid >= out.excess][:3]
-        where = {
-            TIGHT: f"between the {_gb(lines.safe)} safe and {_gb(lines.aggressive)} aggressive lines",
-            OOM_RISK: f"over the {_gb(lines.aggressive)} aggressive line",
-            WONT_FIT: f"more than the {_gb(lines.pool)} pool",
-        }[verdict]
-        out.reason = f"{_gb(total.mid)}: {where}"
-        if out.culprit:
-            out.reason += f"; {out.culprit} pushes it over the {name} line"
-        out.reason += f"; {_gb(out.excess)} would have to go to be back under {_gb(lines.safe)}"
-        if out.enough_to_drop:
-            out.reason += f" (dropping {out.enough_to_drop[0]} alone would do)"
-    if out.high_verdict != verdict:
-        out.reason += f"; with every high estimate ({_gb(total.high)}) it would be {out.high_verdict}"
+        return out
+    name, line = lines.line_for(verdict)  # type: ignore[misc]
+    out.line_crossed = name
+    running = baseline.high
+    for item_name, r in items:
+        running += r.high
+        if running > line:
+            out.culprit = item_name
+            break
+    out.excess = total.high - lines.safe
+    out.enough_to_drop = [n for n, r in sorted(items, key=lambda x: x[1].high) if r.high >= out.excess][:3]
+    where = {
+        TIGHT: f"between the {_gb(lines.safe)} safe and {_gb(lines.aggressive)} aggressive lines",
+        OOM_RISK: f"over the {_gb(lines.aggressive)} aggressive line",
+        WONT_FIT: f"more than the {_gb(lines.pool)} pool",
+    }[verdict]
+    side = "the high estimate is " if out.mid_verdict != verdict else ""
+    out.reason = f"{prefix}{figures}: {side}{where}"
+    if out.culprit:
+        out.reason += f"; {out.culprit} pushes it over the {name} line"
+    out.reason += f"; {_gb(out.excess)} would have to go to be back under {_gb(lines.safe)}"
+    if out.enough_to_drop:
+        out.reason += f" (dropping {out.enough_to_drop[0]} alone would do)"
     return out
 
 
@@ -129,9 +158,16 @@ def fit_verdict(baseline: Range, items: Sequence[tuple[str, Range]], lines: Line
 GPU_USES = ("sustained", "interactive", "pipeline", "batch", "none")
 # Share of the time a workload keeps the GPU busy, by default.
 DEFAULT_DUTY = {"sustained": 1.0, "batch": 0.8, "interactive": 0.3, "pipeline": 0.2, "none": 0.0}
-# How hard a busy workload slows the others while they overlap: a training step saturates every SM with long
-# kernels, so time-sliced inference waits far longer than its share.
-INTENSITY = {"sustained": 2.0, "batch": 1.0, "interactive": 1.0, "pipeline": 1.0, "none": 0.0}
+# How much slower a victim runs while one other workload is busy beside it: two CUDA processes time-slice the
+# GPU (no MPS). Measured on an H100 (shared/reference/measured-h100.md, section 2); the ratios carry over.
+# Beside compute-bound work (a training step's GEMMs): a bandwidth-bound decoder 2.35x, an interactive burst
+# 2.0x.
+BESIDE_COMPUTE = {True: 2.35, False: 2.0}  # keyed by "the victim is a big decoder"
+# Beside another decoder: two bandwidth-bound decoders 2.2x each (time slices, 91 % combined efficiency); an
+# interactive burst beside a decoder 1.9x.
+BESIDE_DECODER_BOTH_HEAVY = 2.2
+BESIDE_DECODER = 1.9
+COMPUTE_BOUND = ("sustained", "batch")
 # A decoder that reads this much per token answers slowly enough (a few tok/s) that its bursts last long.
 HEAVY_BYTES_PER_TOKEN = 15 * GB
 
@@ -163,8 +199,8 @@ class _Group:
         return min(1.0, sum(g.duty for g in self.loads))
 
     @property
-    def intensity(self) -> float:
-        return max(INTENSITY[g.gpu_use] for g in self.loads)
+    def compute_bound(self) -> bool:
+        return any(g.gpu_use in COMPUTE_BOUND for g in self.loads)
 
     @property
     def interactive(self) -> bool:
@@ -191,7 +227,8 @@ class ComputeVerdict:
     reason: str
     reasons: list[str] = field(default_factory=list)
     slowdown: dict[str, float] = field(default_factory=dict)  # expected, for interactive and pipeline work
-    decode_shared: dict[str, Range] = field(default_factory=dict)  # tok/s when every other group decodes too
+    overlap: dict[str, float] = field(default_factory=dict)  # slowdown while all the others are busy at once
+    decode_shared: dict[str, Range] = field(default_factory=dict)  # tok/s while every other group is busy
 
 
 def compute_verdict(
@@ -204,24 +241,32 @@ def compute_verdict(
         groups.setdefault(load.group, _Group(load.group, [])).loads.append(load)
     glist = list(groups.values())
 
-    # Expected slowdown of each interactive workload: every other group, busy `duty` of the time, slows it by
-    # `intensity` while they overlap.
-    slowdown: dict[str, float] = {}
-    for g in glist:
-        if not g.interactive:
-            continue
-        factor = 1.0 + sum(o.duty * o.intensity for o in glist if o is not g)
-        for load in g.loads:
-            if load.gpu_use in ("interactive", "pipeline"):
-                slowdown[load.name] = round(factor, 2)
+    # Each interactive workload, beside each other group: the measured slowdown while both are busy (`pair`);
+    # while every other group is busy at once the excesses add up (`overlap`); on average each counts for the
+    # share of the time it is busy (`slowdown`, expected).
+    def pair(victim: GpuLoad, other: _Group) -> float:
+        if other.compute_bound:
+            return BESIDE_COMPUTE[victim.heavy]
+        return BESIDE_DECODER_BOTH_HEAVY if victim.heavy and other.heavy else BESIDE_DECODER
 
-    # Decode speed when every other group decodes at the same moment: they split the bandwidth.
+    slowdown: dict[str, float] = {}
+    overlap: dict[str, float] = {}
+    for g in glist:
+        others = [o for o in glist if o is not g]
+        for load in g.loads:
+            if load.gpu_use not in ("interactive", "pipeline"):
+                continue
+            overlap[load.name] = round(1.0 + sum(pair(load, o) - 1.0 for o in others), 2)
+            slowdown[load.name] = round(1.0 + sum(o.duty * (pair(load, o) - 1.0) for o in others), 2)
+
+    # A decoder's speed while every other group is busy: its speed alone over the same overlap slowdown.
     decode_shared: dict[str, Range] = {}
-    others_bytes = {g.key: sum(o.decode_bytes() for o in glist if o is not g) for g in glist}
     for g in glist:
         for load in g.loads:
-            if load.bytes_per_token:
-                decode_shared[load.name] = decode_rate(load.bytes_per_token + others_bytes[g.key], bandwidth)
+            if load.bytes_per_token and load.name in overlap and overlap[load.name] > 1.0:
+                decode_shared[load.name] = decode_rate(load.bytes_per_token, bandwidth).scale(
+                    1.0 / overlap[load.name]
+                )
 
     verdict = OK
     reasons: list[str] = []
@@ -265,16 +310,17 @@ def compute_verdict(
         speeds = f" ({'; '.join(parts)})" if parts else ""
         flag(
             NO,
-            f"{_names([g.label for g in heavy_groups])} are big decoders: they split the "
+            f"{_names([g.label for g in heavy_groups])} are big decoders: they take turns on the "
             f"{bandwidth / GB:.0f} GB/s when both answer{speeds}; load both, run one at a time",
         )
     elif heavy_groups and len(inter_groups) >= 2:
         heavy = heavy_groups[0]
         others = [g.label for g in inter_groups if g is not heavy]
+        worst_overlap = max((overlap.get(load.name, 1.0) for load in heavy.loads), default=1.0)
         flag(
             CAREFUL,
             f"{heavy.label} competes with {_names(others)} for the GPU: avoid simultaneous inference "
-            f"(both about 2x slower while they overlap)",
+            f"(about {worst_overlap:.1f}x slower while they overlap)",
         )
 
     if batch and inter_groups and not sustained:
@@ -307,5 +353,10 @@ def compute_verdict(
                 f"on average at worst)"
             )
     return ComputeVerdict(
-        verdict=verdict, reason=reasons[0], reasons=reasons, slowdown=slowdown, decode_shared=decode_shared
+        verdict=verdict,
+        reason=reasons[0],
+        reasons=reasons,
+        slowdown=slowdown,
+        overlap=overlap,
+        decode_shared=decode_shared,
     )

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from sparktop.cluster.http import FetchError, base_url, fetch
 from sparktop.cluster.model import ConsumerLine, CreepLine, GpuLine, NodeStatus, NodeView
+from sparktop.collect.control import ContainerController
 from sparktop.exporter.state import NodeState, SamplingLoop, stale_after_s
 from sparktop.model import SNAPSHOT_VERSION, Snapshot
 
@@ -40,6 +41,15 @@ class ExporterSource:
         self.age_s: float | None = None
         self.interval_s: float | None = None
         self.last_timestamp: float | None = None
+
+    def controller(self) -> ContainerController | None:
+        """Docker on this machine, only for a live exporter here with actions allowed (`sparktop web
+        --allow-actions`); any other node's containers are out of reach (collect/controllers.py)."""
+        if self.local_actions and self.name == "live":
+            from sparktop.collect.docker import DockerController
+
+            return DockerController()
+        return None
 
     def sample(self) -> Snapshot:
         try:

@@ -1,5 +1,7 @@
-"""Which controller can act on a source's containers: the demo's own, Docker for the live machine, none for a
-recording. The app asks here once at start; nothing is connected until the first stop."""
+"""Which controller can act on a source's containers. A source that can stop containers says so itself
+with a `controller()` method (the demo: its simulated engine; live: Docker on the same engine as its
+discovery); one without (a replay) has none. The app asks here once at start; nothing is connected until
+the first stop."""
 
 from __future__ import annotations
 
@@ -11,23 +13,9 @@ REPLAY_REASON = "replay: nothing to stop"
 
 
 def controller_for(source: SnapshotSource) -> ContainerController | None:
-    """DemoSource → its simulated controller; LiveSource → a DockerController on the same engine as its
-    discovery; anything else (a replay) → None, see `no_controller_reason`."""
-    from sparktop.collect.demo import DemoSource
-    from sparktop.collect.sampler import LiveSource
-
-    if isinstance(source, DemoSource):
-        return source.controller()
-    if isinstance(source, LiveSource):
-        from sparktop.collect.docker import DockerController
-
-        return DockerController(base_url=_discovery_url(source))
-    if getattr(source, "local_actions", False) and source.name == "live":
-        # A dashboard reading this machine's own exporter (`sparktop web --allow-actions`).
-        from sparktop.collect.docker import DockerController
-
-        return DockerController()
-    return None
+    """`source.controller()` when the source has one, else None (see `no_controller_reason`)."""
+    make = getattr(source, "controller", None)
+    return make() if callable(make) else None
 
 
 def no_controller_reason(source: SnapshotSource) -> str:
@@ -65,8 +53,3 @@ def refresh_names(source: SnapshotSource) -> None:
     invalidate = getattr(discovery, "invalidate", None)
     if callable(invalidate):
         invalidate()
-
-
-def _discovery_url(source: SnapshotSource) -> str | None:
-    # None: the default endpoint, which DockerController resolves the same way as the discovery.
-    return getattr(getattr(source, "discovery", None), "base_url", None)

@@ -21,9 +21,10 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from sparktop.analysis.accounting import account
+from sparktop.collect.base import Collector
 from sparktop.collect.control import ControlError, StopTimeout
 from sparktop.collect.nvml import unified_unsupported
+from sparktop.collect.registry import DEMO_ADD_ONS, AddOns
 from sparktop.model import (
     GB,
     GIB,
@@ -595,7 +596,10 @@ class DemoSource:
         seed: int = 0,
         start: float = 1_767_225_600.0,
         step: float = 1.0,
+        collectors: list[Collector] | None = None,
     ) -> None:
+        """`collectors`: simulated add-on collectors run on every snapshot, as a live source runs the real
+        ones (None: the registry's `DEMO_ADD_ONS`); they must depend only on the snapshot they are given."""
         if scenario not in _SCENARIOS:
             raise ValueError(
                 f"unknown demo scenario {scenario!r}; choose one of: {', '.join(DEMO_SCENARIOS)}"
@@ -625,6 +629,7 @@ class DemoSource:
         self._temp = 37.0 + 0.36 * min(100.0, steady)
         self._energy = 5_200_000.0 + layout.uniform(0, 500_000)
         self._last_busy = -math.inf
+        self._add_ons = AddOns(collectors, DEMO_ADD_ONS)
 
     # --- public --------------------------------------------------------------------------------------------
 
@@ -639,12 +644,13 @@ class DemoSource:
     def sample(self) -> Snapshot:
         with self._lock:
             snapshot = self._build(self._now)
+            self._add_ons.collect(snapshot)
             self._samples += 1
             self._now = self.start + self._samples * self.step
             return snapshot
 
     def close(self) -> None:
-        pass
+        self._add_ons.close()
 
     # --- layout -------------------------------------------------------------------------------------------
 
@@ -902,7 +908,6 @@ class DemoSource:
             processes=processes,
             containers=containers,
             docker=DockerStatus(available=True),
-            accounting=account(memory, gpu_report, processes, containers),
             services=services,
         )
 

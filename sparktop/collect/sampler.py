@@ -3,7 +3,8 @@
 Per tick: `/proc/meminfo`, `/proc/pressure/memory` and `/proc/stat`; every process (`ProcessScanner`); each
 container's cgroup memory files; NVML (GPU state and per-process memory); the Docker discovery's cached names
 and labels (it refreshes itself every few seconds, never per tick); PSS for the top host processes (re-read
-every `pss_interval` seconds within a small per-tick time budget, cached in between); accounting.
+every `pss_interval` seconds within a small per-tick time budget, cached in between); then the add-on
+collectors (collect/registry.py) add their reports. Accounting is the session's job (sparktop/session.py).
 
 Nothing here raises for a bad reading: each problem becomes one line in `Snapshot.errors`. The one reading
 without which a snapshot means little is `/proc/meminfo`: if it fails, the last good reading is reused (and
@@ -12,17 +13,18 @@ the error says so); before any good reading, the pool is reported as zeros with 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from sparktop.analysis.accounting import fill_accounting
+from sparktop.collect.base import Collector, one_line
 from sparktop.collect.cgroups import CgroupFS
+from sparktop.collect.control import ContainerController
 from sparktop.collect.processes import ProcessScanner, read_pss
 from sparktop.collect.procfs import CpuSampler, ProcReadError, read_meminfo, read_pressure
+from sparktop.collect.registry import AddOns, Guarded
 from sparktop.model import (
     ContainerInfo,
     DockerStatus,
@@ -43,9 +45,16 @@ class ContainerDiscovery(Protocol):
     def containers(self) -> tuple[dict[str, dict[str, Any]], DockerStatus]: ...
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
+def _nvml_collector() -> GpuCollector:
+    from sparktop.collect.nvml import NvmlCollector
+
+    return NvmlCollector()
+
+
+def _docker_discovery() -> ContainerDiscovery:
+    from sparktop.collect.docker import DockerDiscovery
+
+    return DockerDiscovery()
 
 
 class _PssCache:
@@ -89,8 +98,10 @@ class LiveSource:
     """This machine, read from `proc_root` and `cgroup_root` (parameters so tests can use fixture trees).
 
     `nvml` (`.collect() -> GpuReport`) and `docker` (`.containers() -> (id -> info, DockerStatus)`) default
-    to `NvmlCollector()` and `DockerDiscovery()`, made on first use; if those cannot be imported or made, the
-    snapshot says why and everything else still works. `close()` closes both, whoever made them."""
+    to `NvmlCollector()` and `DockerDiscovery()`, made on first use; `collectors` (add-ons, see
+    collect/base.py) default to the registry's. Each goes through one guard (`Guarded`): if one cannot be
+    imported or made, or fails this tick, the snapshot says why and everything else still works. `close()`
+    closes them all, whoever made them."""
 
     name = "live"
 
@@ -102,16 +113,16 @@ class LiveSource:
         docker: ContainerDiscovery | None = None,
         pss_top_n: int = 10,
         pss_interval: float = 10.0,
+        collectors: list[Collector] | None = None,
     ) -> None:
         self.proc_root = Path(proc_root)
         self.scanner = ProcessScanner(self.proc_root)
         self.cgroups = CgroupFS(Path(cgroup_root))
         self._cpu = CpuSampler(self.proc_root)
         self._pressure_path = self.proc_root / "pressure" / "memory"
-        self._nvml = nvml
-        self._nvml_error: str | None = None  # why there is no collector, once making it failed
-        self._docker = docker
-        self._docker_error: str | None = None
+        self._nvml = Guarded("NVML", _nvml_collector, nvml, what="NVML collector")
+        self._docker = Guarded("Docker", _docker_discovery, docker, what="Docker discovery")
+        self._add_ons = AddOns(collectors)
         self._skip_discovery = False
         self._asked_for: set[str] = set()  # unnamed Docker container ids the engine was asked about again
         self._last_memory: HostMemory | None = None
@@ -120,20 +131,9 @@ class LiveSource:
     # --- the optional collectors ------------------------------------------------------------------------
 
     def _gpu(self, errors: list[str]) -> GpuReport:
-        if self._nvml is None and self._nvml_error is None:
-            try:
-                from sparktop.collect.nvml import NvmlCollector
-
-                self._nvml = NvmlCollector()
-            except Exception as exc:  # ImportError, or a library that blows up on load
-                self._nvml_error = f"NVML collector unavailable: {_one_line(exc)}"
-        if self._nvml is None:
-            return GpuReport(available=False, reason=self._nvml_error)
-        try:
-            return self._nvml.collect()
-        except Exception as exc:
-            errors.append(f"NVML: {_one_line(exc)}")
-            return GpuReport(available=False, reason=f"NVML error: {_one_line(exc)}")
+        return self._nvml.call(
+            lambda nvml: nvml.collect(), errors, lambda reason: GpuReport(available=False, reason=reason)
+        )
 
     def defer_discovery(self) -> None:
         """The next sample skips Docker discovery (containers by id, status not known yet), the one after
@@ -145,20 +145,11 @@ class LiveSource:
         if self._skip_discovery:
             self._skip_discovery = False
             return {}, DockerStatus(available=False, reason=None)
-        if self._docker is None and self._docker_error is None:
-            try:
-                from sparktop.collect.docker import DockerDiscovery
-
-                self._docker = DockerDiscovery()
-            except Exception as exc:
-                self._docker_error = f"Docker discovery unavailable: {_one_line(exc)}"
-        if self._docker is None:
-            return {}, DockerStatus(available=False, reason=self._docker_error)
-        try:
-            return self._docker.containers()
-        except Exception as exc:
-            errors.append(f"Docker: {_one_line(exc)}")
-            return {}, DockerStatus(available=False, reason=f"Docker error: {_one_line(exc)}")
+        return self._docker.call(
+            lambda docker: docker.containers(),
+            errors,
+            lambda reason: ({}, DockerStatus(available=False, reason=reason)),
+        )
 
     # --- one tick -------------------------------------------------------------------------------------------
 
@@ -230,7 +221,7 @@ class LiveSource:
         try:
             processes = self.scanner.scan()
         except OSError as exc:  # /proc itself unreadable
-            errors.append(f"cannot list {self.proc_root}: {_one_line(exc)}")
+            errors.append(f"cannot list {self.proc_root}: {one_line(exc)}")
             processes = []
         gpu = self._gpu(errors)
         gpu_by_pid = gpu.gpu_bytes_by_pid()
@@ -245,7 +236,7 @@ class LiveSource:
         # still unlisted after a fresh list is known to belong to an engine we are not connected to.
         unnamed = {c.id for c in containers if c.runtime == "docker" and c.name is None}
         self._asked_for &= unnamed
-        invalidate = getattr(self._docker, "invalidate", None)
+        invalidate = getattr(self.discovery, "invalidate", None)
         if unnamed - self._asked_for and docker_status.available and callable(invalidate):
             self._asked_for |= unnamed
             invalidate()
@@ -264,20 +255,23 @@ class LiveSource:
             docker=docker_status,
             errors=errors,
         )
-        # A bug in accounting must not take the dashboard down: the pool is shown unattributed instead.
-        return fill_accounting(snapshot)
+        # The add-ons read the core snapshot (published ports, say) and add their reports to it.
+        self._add_ons.collect(snapshot)
+        return snapshot
 
     @property
     def discovery(self) -> ContainerDiscovery | None:
         """The Docker discovery in use (None until the first sample made one, or when Docker is missing):
         the stop controller talks to the same engine, and invalidates its names after a stop."""
-        return self._docker
+        return self._docker.part
+
+    def controller(self) -> ContainerController:
+        """A DockerController on the same engine as the discovery (nothing is connected until a stop)."""
+        from sparktop.collect.docker import DockerController
+
+        # None: the default endpoint, which DockerController resolves the same way as the discovery.
+        return DockerController(base_url=getattr(self.discovery, "base_url", None))
 
     def close(self) -> None:
-        for collector in (self._nvml, self._docker):
-            close = getattr(collector, "close", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    close()
-        self._nvml = self._docker = None
-        self._nvml_error = self._docker_error = "closed"
+        for part in (self._nvml, self._docker, self._add_ons):
+            part.close()

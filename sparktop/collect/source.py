@@ -14,7 +14,10 @@ class SourceExhausted(Exception):
 @runtime_checkable
 class SnapshotSource(Protocol):
     """`sample()` returns the machine's state now; it never raises for a bad reading, it records it in
-    `Snapshot.errors`. `close()` releases handles (NVML, Docker client)."""
+    `Snapshot.errors`. `close()` releases handles (NVML, Docker client).
+
+    Optional, looked up by name where used: `controller()` (a ContainerController for this source's
+    containers, see collect/controllers.py), `discovery` and `defer_discovery()` (live only)."""
 
     name: str
 

@@ -25,6 +25,7 @@ from sparktop.analysis.verdict import (
     Lines,
     compute_verdict,
     fit_verdict,
+    plan_lines,
 )
 from sparktop.catalog.loader import Catalog
 from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
@@ -71,7 +72,8 @@ class ItemResult:
     workload: Workload
     estimate: Estimate
     slowdown: float | None = None  # expected, while the rest of the plan runs
-    decode_shared: Range | None = None  # tok/s when every other decoder answers at the same moment
+    overlap: float | None = None  # while every other workload of the plan is busy at once
+    decode_shared: Range | None = None  # tok/s while every other workload is busy (decode / overlap)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -98,6 +100,7 @@ class ItemResult:
             "decode_tok_s": self.decode.as_dict(1) if self.decode else None,
             "decode_shared_tok_s": self.decode_shared.as_dict(1) if self.decode_shared else None,
             "slowdown": self.slowdown,
+            "slowdown_overlap": self.overlap,
             "reference_gb": _range_dict(w.entry.reference_gb) if w.entry and w.entry.reference_gb else None,
             "params": params,
             "notes": list(self.estimate.notes),
@@ -123,17 +126,29 @@ class Evaluation:
     def total(self) -> Range:
         return self.fit.total
 
-    def slowed(self, threshold: float = 1.05) -> list[tuple[str, float]]:
-        """(name, expected slowdown) of each workload slowed by the rest of the plan."""
-        return [(r.name, r.slowdown) for r in self.items if r.slowdown and r.slowdown > threshold]
+    def slowed(self, threshold: float = 1.05) -> list[ItemResult]:
+        """Each workload slowed by the rest of the plan."""
+        return [r for r in self.items if r.slowdown and r.slowdown > threshold]
 
-    def shared_decoding(self) -> list[tuple[str, float]]:
-        """(name, tok/s) of each decoder noticeably slower when every decoder runs at once."""
-        return [
-            (r.name, r.decode_shared.mid)
+    def contention_lines(self) -> list[tuple[str, str]]:
+        """("Slowdown", ...) and ("Decoding", ...), for the What-if tab and `sparktop plan` alike: the same
+        figures the compute verdict quotes (a decoder's shared speed is its speed alone over its slowdown
+        while the rest is busy)."""
+        out: list[tuple[str, str]] = []
+        slow = [
+            f"{r.name} ~{r.slowdown:.1f}x on average, ~{r.overlap or r.slowdown:.1f}x while the rest is busy"
+            for r in self.slowed()
+        ]
+        if slow:
+            out.append(("Slowdown", "; ".join(slow)))
+        shared = [
+            f"{r.name} {r.decode.mid:.1f} -> {r.decode_shared.mid:.1f} tok/s"
             for r in self.items
             if r.decode_shared and r.decode and r.decode_shared.mid < r.decode.mid * 0.95
         ]
+        if shared:
+            out.append(("Decoding", f"while the rest is busy: {', '.join(shared)}"))
+        return out
 
     @property
     def reasons(self) -> list[str]:
@@ -167,13 +182,16 @@ class Evaluation:
                 "line_crossed": fit.line_crossed,
                 "excess_gb": round(max(0.0, fit.excess) / GB, 2),
                 "enough_to_drop": fit.enough_to_drop,
+                "mid_verdict": fit.mid_verdict,
                 "high_verdict": fit.high_verdict,
+                "headline": fit.headline,
             },
             "compute": self.compute.verdict,
             "compute_detail": {
                 "reason": self.compute.reason,
                 "reasons": self.compute.reasons,
                 "slowdown": self.compute.slowdown,
+                "slowdown_overlap": self.compute.overlap,
             },
             "reasons": self.reasons,
         }
@@ -259,12 +277,10 @@ def evaluate(
 ) -> Evaluation:
     """Estimates and verdicts for the whole plan on top of `baseline` (a clean machine when None).
     `safe`/`aggressive` (bytes) are the user's lines; by default the reference's 80/100 GB, scaled on a
-    machine much smaller than a Spark. `facts` (plan/measured.py): peaks measured on this machine, what
-    runs now, and vLLM's start-up check."""
+    machine much smaller than a Spark (verdict.plan_lines: the What-if tab and `sparktop plan` share them).
+    `facts` (plan/measured.py): peaks measured on this machine, what runs now, and vLLM's start-up check."""
     baseline = baseline or Baseline.clean()
-    lines = Lines.for_pool(baseline.pool)
-    if safe is not None or aggressive is not None:
-        lines = Lines(safe or lines.safe, aggressive or lines.aggressive, baseline.pool)
+    lines = plan_lines(baseline.pool, safe, aggressive)
     items: list[ItemResult] = []
     ollama_default = False  # an Ollama model estimated at the assumed default context
     names_seen: dict[str, int] = {}
@@ -288,6 +304,7 @@ def evaluate(
     compute = compute_verdict([_load(r.workload, r.estimate, r.name) for r in items], baseline.sm_count)
     for r in items:
         r.slowdown = compute.slowdown.get(r.name)
+        r.overlap = compute.overlap.get(r.name)
         r.decode_shared = compute.decode_shared.get(r.name)
 
     fit = fit_verdict(baseline.used, [(r.name, r.total) for r in items], lines)

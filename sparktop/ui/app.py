@@ -1,9 +1,10 @@
 """The live dashboard: one Textual app over any snapshot source (live, demo, replay).
 
 Data flow: a timer asks a thread worker for `source.sample()` every `config.interval` seconds; the snapshot
-comes back to the event loop with `call_from_thread`, goes into the history and the pressure tracker
-(`_ingest`), and the views are redrawn from it (`_render`). A failing or slow source never blocks the loop:
-the last good snapshot stays on screen, marked stale with the reason.
+comes back to the event loop with `call_from_thread`, goes into the Session (sparktop/session.py: accounting,
+history, pressure, creep, trends, sparkline series, staleness), and the views are redrawn from the session
+(`_render`). A failing or slow source never blocks the loop: the last good snapshot stays on screen, marked
+stale with the reason.
 
 Tests and screenshots drive it without timers: `SparktopApp(..., auto_refresh=False, warmup=N)` feeds N
 samples before the first frame, and `await app.refresh_once()` takes one more sample synchronously.
@@ -29,16 +30,17 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from sparktop.analysis.accounting import fill_accounting
 from sparktop.analysis.headroom import engine_headroom
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
+from sparktop.analysis.row_trends import RowTrends
 from sparktop.analysis.served import model_rows, split_models
-from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
+from sparktop.analysis.trend import CreepAlert
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.config import Config
 from sparktop.format import fmt_size
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.session import Session
 from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH, terminal_gone
 from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
@@ -57,13 +59,11 @@ from sparktop.ui.widgets.tables import (
     PROCESS_COLUMN_SPECS,
     ConsumerTable,
     Row,
-    RowTrends,
     container_rows,
     process_rows,
 )
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
-CREEP_WINDOW_S = 300.0
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
 # new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
@@ -146,15 +146,7 @@ class SparktopApp(App[None]):
         self.warmup = max(0, int(warmup))
         self.interval = self.config.interval
         self.paused = False
-        self.stale_reason: str | None = None
-        self.source_ended = False
-        self.end_message = "end of recording"  # what a finite source said when it ended
-        self.latest: Snapshot | None = None
-        self.assessment: PressureAssessment | None = None
-        self.creep: list[CreepAlert] = []
-        self.history = History(max_age_s=self.config.history_hours * 3600)
-        self.pressure = PressureTracker()
-        self.process_trends = RowTrends(window_s=CREEP_WINDOW_S)
+        self.session = Session.for_config(self.config, clock=self.clock)
         self._startup_messages = list(startup_messages)
         self._on_first_frame = on_first_frame
         self._spark_themes, theme_errors = load_themes(user_theme_dir)
@@ -167,8 +159,6 @@ class SparktopApp(App[None]):
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
         self._polling = False
-        self._last_good_at: float | None = None
-        self._previous_level: PressureLevel | None = None
         self._timer = None
         self._chart_drawn_at: float | None = None
         self.stops = StopActions(
@@ -179,6 +169,44 @@ class SparktopApp(App[None]):
             units=self.config.units,
             on_change=self._render,
         )
+
+    # -- the session's state, by its old names (tests and the stop flow read these) -------------------------
+
+    @property
+    def latest(self) -> Snapshot | None:
+        return self.session.latest
+
+    @property
+    def assessment(self) -> PressureAssessment | None:
+        return self.session.assessment
+
+    @property
+    def creep(self) -> list[CreepAlert]:
+        return self.session.creep
+
+    @property
+    def history(self) -> History:
+        return self.session.history
+
+    @property
+    def pressure(self) -> PressureTracker:
+        return self.session.pressure
+
+    @property
+    def process_trends(self) -> RowTrends:
+        return self.session.process_trends
+
+    @property
+    def stale_reason(self) -> str | None:
+        return self.session.stale_reason
+
+    @property
+    def source_ended(self) -> bool:
+        return self.session.source_ended
+
+    @property
+    def end_message(self) -> str:
+        return self.session.end_message
 
     def notify(
         self,
@@ -309,11 +337,8 @@ class SparktopApp(App[None]):
             return
         if self._polling:
             # The previous sample has not come back: say so once it is clearly late, keep the last data.
-            if self._last_good_at is not None:
-                late = self.clock() - self._last_good_at
-                if late > max(5.0, 3 * self.interval):
-                    self.stale_reason = f"no data for {late:.0f} s (the source is slow)"
-                    self._update_status()
+            if self.session.check_late(self.interval):
+                self._update_status()
             return
         self._polling = True
         self._poll()
@@ -356,12 +381,11 @@ class SparktopApp(App[None]):
             self.call_after_refresh(self._first_frame_done)
 
     def _source_ended(self, exc: SourceExhausted) -> None:
-        self.source_ended = True
-        self.end_message = str(exc) or "end of recording"
+        self.session.end(str(exc))
         self._update_status()
 
     def _show_stale(self, reason: str) -> None:
-        self.stale_reason = reason
+        self.session.fail(reason)
         self._update_status()
         self._set_stale(True)
 
@@ -382,19 +406,9 @@ class SparktopApp(App[None]):
             self._receive(snapshot, None)
 
     def _ingest(self, snapshot: Snapshot) -> None:
-        """Everything that must see every sample, shown or not: history, pressure, sparklines, creep."""
-        fill_accounting(snapshot)
-        self.latest = snapshot
-        self.stale_reason = None
-        self._last_good_at = self.clock()
-        self.history.add(snapshot)
-        self.process_trends.add_snapshot(snapshot)
-        self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
-        self.query_one(GpuPanel).push(snapshot.gpu)
-        self.query_one(PressurePanel).push(snapshot.memory)
-        self.creep = detect_creep(
-            self.history, self.config.safe_bytes, self.config.max_bytes, snapshot.memory.total, CREEP_WINDOW_S
-        )
+        """Every sample, shown or not, goes into the session (and the stop flow, which watches containers
+        leave)."""
+        self.session.ingest(snapshot)
         self.stops.observe(snapshot)
 
     # -- drawing -------------------------------------------------------------------------------------------
@@ -425,11 +439,13 @@ class SparktopApp(App[None]):
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
         self.query_one(CreepAlerts).show_alerts(self.creep, units)
-        self.query_one(GpuPanel).show(snapshot.gpu, units, palette.spark)
+        self.query_one(GpuPanel).show(snapshot.gpu, self.session.gpu_series, units, palette.spark)
         assessment = self.assessment
         if assessment is not None:
+            series = self.session.pool_series
             self.query_one(PressurePanel).show(
                 snapshot.memory,
+                series,
                 assessment.level,
                 assessment.reasons,
                 units,
@@ -445,7 +461,7 @@ class SparktopApp(App[None]):
             return self.stops.mark_rows(container_rows(snapshot, self._rate))
 
         def processes() -> list[Row[ProcessInfo]]:
-            return process_rows(snapshot, self.process_trends.rate_per_min)
+            return process_rows(snapshot, self.session.process_rate_per_min)
 
         for table, rows in ((self.query_one(ContainersTable), containers),
                             (self.query_one(ProcessesTable), processes)):  # fmt: skip
@@ -476,15 +492,14 @@ class SparktopApp(App[None]):
             self._redraw_chart(force=True)
 
     def _rate(self, key: str) -> float | None:
-        return rate_per_min(self.history, key, CREEP_WINDOW_S)
+        return self.session.rate_per_min(key)
 
     def _set_stale(self, stale: bool) -> None:
         self.query_one("#tabs").set_class(stale, "-stale")
 
     def _update_banner(self) -> None:
         banner = self.query_one("#critical-banner", Static)
-        level = self.assessment.level if self.assessment else PressureLevel.OK
-        critical = level == PressureLevel.CRITICAL
+        critical = self.session.level == PressureLevel.CRITICAL
         if critical and self.latest is not None and self.assessment is not None:
             available = fmt_size(self.latest.memory.available, self.config.units)
             facts = [f"{available} available ({self.assessment.available_pct:.0f} %)"]
@@ -495,9 +510,8 @@ class SparktopApp(App[None]):
                 "freezes"
             )
         banner.set_class(critical, "-show")
-        if critical and self._previous_level != PressureLevel.CRITICAL:
+        if self.session.entered_critical():
             self.bell()
-        self._previous_level = level
 
     def _update_status(self) -> None:
         source = getattr(self.source, "name", type(self.source).__name__)
@@ -515,7 +529,7 @@ class SparktopApp(App[None]):
             modes=modes,
             interval=self.interval,
             paused=self.paused,
-            stale=self.stale_reason or (self.end_message if self.source_ended else None),
+            stale=self.session.stale,
             filter_text=self.query_one(ContainersTable).filter_text,
             source_problems=getattr(self.source, "warnings", ()),
         )

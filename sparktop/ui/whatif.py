@@ -22,7 +22,6 @@ from textual.content import Content
 from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
-from sparktop.analysis.accounting import account
 from sparktop.model import Accounting, Consumer, Snapshot
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
@@ -338,7 +337,8 @@ class WhatIfPane(Vertical):
         from sparktop.plan import evaluate
 
         baseline = self.baseline()
-        # The verdict uses the same lines as the projected bar: the user's configured thresholds.
+        # One verdict engine for this tab and `sparktop plan`: the user's lines where the config sets its own,
+        # else the reference's, scaled to the pool (verdict.plan_lines); the bar draws the same lines.
         self.evaluation = (
             evaluate(self.plan, baseline, ctx.safe_bytes, ctx.max_bytes, facts=self._facts())
             if self.plan is not None
@@ -372,8 +372,8 @@ class WhatIfPane(Vertical):
 
     def _draw_bar(self, baseline: Baseline, ctx: WhatIfContext) -> None:
         snap = self.snapshot
-        if baseline.source == "live" and snap is not None:
-            accounting = snap.accounting or account(snap.memory, snap.gpu, snap.processes, snap.containers)
+        if baseline.source == "live" and snap is not None and snap.accounting is not None:
+            accounting = snap.accounting  # the session accounts every snapshot it hands out
             total = snap.memory.total
         else:
             used = int(baseline.used.mid)
@@ -384,8 +384,12 @@ class WhatIfPane(Vertical):
         colors = ctx.palette.segments[::-1]  # the other end of the palette from the live consumers
         for i, r in enumerate(self.evaluation.items if self.evaluation else []):
             planned.append(Segment(f"plan:{r.uid}", f"+{r.name}", int(r.total.mid), colors[i % len(colors)]))
+        # The bar draws the lines the verdict used (scaled to a small pool, as `sparktop plan` does).
+        safe, high = ctx.safe_bytes, ctx.max_bytes
+        if self.evaluation is not None:
+            safe, high = int(self.evaluation.lines.safe), int(self.evaluation.lines.aggressive)
         bar = self.query_one("#whatif-bar", BudgetBar)
-        bar.show(accounting, total, ctx.safe_bytes, ctx.max_bytes, ctx.units, ctx.palette, planned=planned)
+        bar.show(accounting, total, safe, high, ctx.units, ctx.palette, planned=planned)
 
     def _draw_plan(self, highlight: int | None) -> None:
         from sparktop.analysis.estimate import GB
@@ -425,15 +429,11 @@ class WhatIfPane(Vertical):
         compute_reasons = ev.compute.reasons or [ev.compute.reason]
         lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
         lines += [Content(f"{'':9}{extra}") for extra in compute_reasons[1:]]
-        slow = [f"{name} ~{factor:.1f}x" for name, factor in ev.slowed()]
-        if slow:
-            lines.append(_labelled("Slowdown ", ", ".join(slow) + " (while the rest of the plan runs)"))
         decode = [f"{r.name} ~{r.decode.mid:.1f} tok/s" for r in ev.items if r.decode]
         if decode:
-            lines.append(_labelled("Decode   ", ", ".join(decode)))
-        shared = [f"{name} ~{tok_s:.1f} tok/s" for name, tok_s in ev.shared_decoding()]
-        if shared:
-            lines.append(_labelled("Shared   ", ", ".join(shared) + " (all decoding at once)"))
+            lines.append(_labelled("Decode   ", ", ".join(decode) + " (alone)"))
+        for title, text in ev.contention_lines():
+            lines.append(_labelled(f"{title} ", text))
         if ev.notes:
             lines.append(Content.styled("Notes", "bold"))
             lines += [Content(f" · {note}") for note in ev.notes]

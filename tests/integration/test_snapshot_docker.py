@@ -15,6 +15,7 @@ import pytest
 from sparktop.collect.docker import DockerDiscovery
 from sparktop.collect.sampler import LiveSource
 from sparktop.model import GpuReport, Snapshot
+from sparktop.session import Session
 from tests.integration.engine import SHM_BYTES, DockerEngine
 
 pytestmark = pytest.mark.docker
@@ -75,7 +76,7 @@ def snapshot_and_truth(docker_engine: DockerEngine, lab: dict) -> tuple[Snapshot
         docker=DockerDiscovery(base_url=docker_engine.socket_url),
     )
     try:
-        snap = source.sample()
+        snap = Session().ingest(source.sample())  # the session accounts it, as every view gets it
     finally:
         source.close()
     truth = {}

@@ -11,6 +11,7 @@ from sparktop.analysis.history import History
 from sparktop.analysis.trend import CreepAlert, detect_creep
 from sparktop.collect.demo import DemoSource
 from sparktop.model import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.session import Session
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from sparktop.ui.widgets.history_chart import HistoryChart
 
@@ -26,11 +27,10 @@ class HistoryApp(App[None]):
 
 def demo_history(samples: int = 600, scenario: str = "default") -> tuple[History, int]:
     source = DemoSource(scenario, seed=0)
-    history = History()
+    session = Session()  # accounts each snapshot and adds it to its history, as the dashboard does
     for _ in range(samples):
-        snapshot = source.sample()
-        history.add(snapshot)
-    return history, snapshot.memory.total
+        snapshot = session.ingest(source.sample())
+    return session.history, snapshot.memory.total
 
 
 def chart_text(chart: HistoryChart) -> str:

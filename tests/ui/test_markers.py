@@ -6,6 +6,7 @@ import pytest
 
 from sparktop.collect.demo import DEMO_SCENARIOS, DemoSource
 from sparktop.model import GB, GIB
+from sparktop.session import Session
 from sparktop.ui.themes import load_themes
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
 
@@ -13,9 +14,9 @@ PALETTE = load_themes()[0]["sparktop-dark"].palette
 
 
 def _bar_rows(scenario: str, planned: tuple[Segment, ...] = ()) -> dict[int, str]:
-    source = DemoSource(scenario=scenario, seed=0)
+    source, session = DemoSource(scenario=scenario, seed=0), Session()
     for _ in range(30):
-        snapshot = source.sample()
+        snapshot = session.ingest(source.sample())
     bar = BudgetBar()
     bar.show(snapshot.accounting, snapshot.memory.total, 80 * GB, 100 * GB, "GiB", PALETTE, planned)
     out = {}

@@ -30,6 +30,7 @@ from sparktop.collect.replay import Recorder, ReplaySource
 from sparktop.collect.sampler import LiveSource
 from sparktop.format import fmt_bytes
 from sparktop.model import ContainerInfo, GpuReport, ProcessInfo, Snapshot
+from sparktop.session import Session
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop import READ_ONLY, StopActions
 
@@ -48,6 +49,7 @@ class Host(App[None]):
     def __init__(self, source, log_path: Path, **kw) -> None:
         super().__init__()
         self.source = source
+        self.session = Session()
         self.latest: Snapshot | None = None
         self.row: ContainerInfo | ProcessInfo | None = None
         self.changes = 0
@@ -60,7 +62,7 @@ class Host(App[None]):
         self.changes += 1
 
     def sample(self) -> Snapshot:
-        snapshot = self.source.sample()
+        snapshot = self.session.ingest(self.source.sample())  # accounted, as the dashboard's are
         self.latest = snapshot
         self.stops.observe(snapshot)
         return snapshot

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from sparktop import session as session_module
 from sparktop.analysis import accounting
 from sparktop.collect.demo import DemoSource
 from sparktop.config import Config
 from sparktop.model import Snapshot
-from sparktop.ui import app as app_module
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.status_line import StatusLine
@@ -45,7 +45,7 @@ async def _wait(pilot, condition, tries: int = 60) -> bool:
 async def test_a_failing_view_is_reported_and_the_next_tick_tries_again(monkeypatch):
     """Through the real worker and timer: a view that raises leaves a message, not a blank screen."""
     failures = {"left": 3}
-    real_detect = app_module.detect_creep
+    real_detect = session_module.detect_creep
 
     def flaky_detect(*args, **kwargs):
         if failures["left"] > 0:
@@ -53,7 +53,7 @@ async def test_a_failing_view_is_reported_and_the_next_tick_tries_again(monkeypa
             raise ZeroDivisionError("float division by zero")
         return real_detect(*args, **kwargs)
 
-    monkeypatch.setattr(app_module, "detect_creep", flaky_detect)
+    monkeypatch.setattr(session_module, "detect_creep", flaky_detect)  # the session finds creep
     app = SparktopApp(DemoSource(), Config(interval=0.1))
     async with app.run_test(size=(120, 36)) as pilot:
         assert await _wait(pilot, lambda: "ZeroDivisionError" in status(app)), status(app)

@@ -354,4 +354,50 @@ async def test_edit_loss_kernel_and_dataloader_workers_of_a_training_run() -> No
         after = pane.evaluation.items[0]
         assert after.total.mid < before.total.mid - 14e9  # no full logits kept
         assert after.estimate.side_total("host").mid > before.estimate.side_total("host").mid
-        assert "loss = \"fused\"" in dumps_plan(pane.plan)
+        assert 'loss = "fused"' in dumps_plan(pane.plan)
+
+
+def small_machine(used_gb: float = 3.0, total_gb: float = 25.3):
+    """A 25 GB machine with a GPU, as a live sample."""
+    import time
+
+    from sparktop.model import GpuReport, GpuState, HostMemory, Snapshot
+
+    total = int(total_gb * 1e9)
+    gpu = GpuReport(
+        available=True, gpus=[GpuState(index=0, name="NVIDIA GB10", sm_count=48, unified_memory=True)]
+    )
+    mem = HostMemory(total=total, available=total - int(used_gb * 1e9), free=0)
+    return Snapshot(timestamp=time.time(), memory=mem, gpu=gpu, hostname="small")
+
+
+async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> None:
+    import json
+
+    from sparktop.plan_cli import main as plan_main
+
+    snap = small_machine()
+    async with open_whatif() as (_app, pilot, pane):
+        pane.refresh_baseline(snap)
+        assert pane.plan is not None
+        pane.plan.add("thing", memory_gb=17, gpu_use="none")
+        pane.set_plan(pane.plan)
+        await pilot.pause()
+        ev = pane.evaluation
+        assert ev is not None and ev.baseline.source == "live"
+        # 20 GB on a 25.3 GB machine: over its scaled aggressive line (100/128 of the pool), not "under 80 GB"
+        assert ev.lines.scaled and ev.lines.safe == pytest.approx(25.3e9 * 80 / 128)
+        assert ev.fit.verdict == "OOM risk"
+        text = verdict_text(pane)
+        assert "OOM RISK" in text and "under the 80 GB safe line" not in text
+        bar = pane.query_one("#whatif-bar", BudgetBar)
+        assert bar.state == "over-aggressive"  # the bar draws the verdict's lines, not 80/100 GB
+        tab_reason = ev.fit.reason
+
+    code = plan_main(
+        ["--json", "--no-discover", "thing,memory_gb=17,gpu_use=none"], baseline_provider=lambda: snap
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 2 and data["fit"] == "OOM risk"
+    assert data["fit_detail"]["reason"] == tab_reason
+    assert data["lines_gb"]["safe"] == pytest.approx(25.3 * 80 / 128, abs=0.01)

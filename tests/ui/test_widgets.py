@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparktop.analysis.row_trends import RowTrends
 from sparktop.format import fmt_bytes, fmt_duration, fmt_rate, sparkline
 from sparktop.model import GB, GIB, Accounting, Consumer
 from sparktop.ui.themes import load_themes
@@ -13,7 +14,6 @@ from sparktop.ui.widgets.budget_bar import (
     bar_state,
     build_segments,
 )
-from sparktop.ui.widgets.tables import RowTrends
 
 PALETTE = load_themes()[0]["sparktop-dark"].palette
 POOL = 128 * GB

@@ -6,15 +6,17 @@ import itertools
 
 import pytest
 
-from sparktop.analysis.accounting import account
 from sparktop.collect.control import ControlError, StopTimeout
 from sparktop.collect.demo import DEMO_SCENARIOS, DemoSource
 from sparktop.collect.source import SnapshotSource
 from sparktop.model import GB, GIB, Snapshot
+from sparktop.session import Session
 
 
 def run(source: DemoSource, n: int) -> list[Snapshot]:
-    return [source.sample() for _ in range(n)]
+    """`n` snapshots as every view gets them: through a session, which does the accounting."""
+    session = Session()
+    return [session.ingest(source.sample()) for _ in range(n)]
 
 
 def container(snapshot: Snapshot, name: str):
@@ -65,6 +67,8 @@ def test_unknown_scenario_lists_the_valid_ones():
 
 @pytest.mark.parametrize("scenario", list(DEMO_SCENARIOS))
 def test_every_scenario_is_consistent(scenario: str):
+    # The source leaves accounting to the session, like every source.
+    assert DemoSource(scenario, seed=3).sample().accounting is None
     for snapshot in run(DemoSource(scenario, seed=3), 30):
         mem = snapshot.memory
         assert 0 < mem.used <= mem.total
@@ -76,9 +80,6 @@ def test_every_scenario_is_consistent(scenario: str):
         assert sum(c.total for c in acct.consumers) + acct.unattributed == acct.used == mem.used
         # kernel, driver and cache: a few GB that nobody owns, never negative
         assert 1 * GB < acct.unattributed < 6 * GB
-        # the demo's accounting is what the shared function computes from the same data
-        again = account(mem, snapshot.gpu, snapshot.processes, snapshot.containers)
-        assert again == acct
         pids = [p.pid for p in snapshot.processes]
         assert len(pids) == len(set(pids))
         ids = [c.id for c in snapshot.containers]
@@ -198,7 +199,7 @@ def test_stop_removes_the_container_after_two_seconds():
     source.controller().stop(whisper.id, timeout=10)
     during = source.sample()
     assert container(during, "audio-lab-whisper-1").status == "stopping"
-    after = source.sample()
+    after = Session().ingest(source.sample())
     assert whisper.id not in {c.id for c in after.containers}
     assert not {p.pid for p in after.processes} & set(whisper.pids)
     assert not {p.pid for p in after.gpu.gpus[0].processes} & set(whisper.pids)

@@ -52,6 +52,7 @@ MATRIX = {
     "Everything at once": (SCENARIOS["G"][0], None, {"OOM risk", "won't fit"}, "no"),
 }
 EXIT = {"fits": 0, "tight": 1, "OOM risk": 2, "won't fit": 2}
+SEVERITY = ["fits", "tight", "OOM risk", "won't fit"]
 
 
 @pytest.fixture(autouse=True)
@@ -83,9 +84,14 @@ def test_reference_scenarios(capsys, scenario):
     workloads, total, fit, compute = SCENARIOS[scenario]
     code, data = run_json(capsys, *workloads)
     assert abs(data["total_gb"]["mid"] - total) <= TOLERANCE_GB, (scenario, data["total_gb"])
-    assert data["fit"] == fit
+    # the reference's verdicts are read off its mid figures; the plan's own verdict (and its exit status)
+    # goes by the high side, never milder
+    assert data["fit_detail"]["mid_verdict"] == fit
+    assert SEVERITY.index(data["fit"]) >= SEVERITY.index(fit)
     assert data["compute"] == compute
-    assert code == EXIT[fit]
+    assert code == EXIT[data["fit"]]
+    assert main(["--clean", "--optimistic", *workloads]) == EXIT[fit]
+    capsys.readouterr()
     assert len(data["items"]) == len(workloads)
 
 
@@ -97,7 +103,7 @@ def test_decision_matrix(capsys, row):
         # "Run Omni all-in-one: Yes (8 GB)" is the model's own footprint; the others are totals
         figure = data["items"][0]["gb"]["mid"] if row == "Run Omni all-in-one" else data["total_gb"]["mid"]
         assert abs(figure - gb) <= TOLERANCE_GB, (row, figure)
-    assert data["fit"] in fits, row
+    assert data["fit_detail"]["mid_verdict"] in fits, row
     assert data["compute"] == compute, row
     assert code == EXIT[data["fit"]]
 
@@ -105,16 +111,20 @@ def test_decision_matrix(capsys, row):
 def test_scenario_reasons(capsys):
     _, e = run_json(capsys, *SCENARIOS["E"][0])
     assert "ssd-tetris saturates the 48 SMs: interactive inference" in e["reasons"][1]
-    assert all(i["slowdown"] >= 3 for i in e["items"] if i["gpu_use"] != "sustained")
+    # beside a training run an interactive workload is about 2.0-2.4x slower (measured), not 3x
+    assert all(2.0 <= i["slowdown"] <= 2.6 for i in e["items"] if i["gpu_use"] != "sustained")
     _, f = run_json(capsys, *SCENARIOS["F"][0])
     assert f["fit_detail"]["culprit"] == "qwen2.5-coder:32b-instruct-fp16"
-    assert 0 < f["fit_detail"]["excess_gb"] < 10
+    assert 0 < f["fit_detail"]["excess_gb"] < 15  # on the high side: 91 GB against the 80 GB line
     _, g = run_json(capsys, *SCENARIOS["G"][0])
-    assert g["fit_detail"]["line_crossed"] == "aggressive"
+    # the reference's "OOM risk" is the mid side; the high side is over the pool
+    assert (g["fit_detail"]["mid_verdict"], g["fit"]) == ("OOM risk", "won't fit")
+    assert g["fit_detail"]["line_crossed"] == "pool"
     assert g["fit_detail"]["culprit"] == "devstral-small-2:24b-instruct-2512-fp16"
     _, two = run_json(capsys, "llama3.1:70b", DEVSTRAL)
     assert "big decoders" in two["compute_detail"]["reason"]
-    assert two["items"][0]["decode_shared_tok_s"]["mid"] < two["items"][0]["decode_tok_s"]["mid"] / 1.8
+    shared, alone = two["items"][0]["decode_shared_tok_s"]["mid"], two["items"][0]["decode_tok_s"]["mid"]
+    assert alone / shared == pytest.approx(2.2, abs=0.05)  # two big decoders: 2.2x each, measured
 
 
 def test_decode_speeds_in_the_output(capsys):
@@ -288,7 +298,7 @@ def test_json_schema_in_a_subprocess(isolated):
 def test_user_lines_from_flags_and_config(capsys, isolated):
     workloads = SCENARIOS["F"][0]  # ~86 GB: tight against the reference's 80/100 GB lines
     assert run_json(capsys, *workloads)[1]["fit"] == "tight"
-    code, data = run_json(capsys, "--safe", "90", "--max", "110", *workloads)
+    code, data = run_json(capsys, "--safe", "95", "--max", "110", *workloads)
     assert (code, data["fit"]) == (0, "fits")
     config = isolated / "config" / "sparktop" / "config.toml"
     config.parent.mkdir(parents=True)
@@ -296,3 +306,53 @@ def test_user_lines_from_flags_and_config(capsys, isolated):
     code, data = run_json(capsys, *workloads)
     assert (code, data["fit"]) == (2, "OOM risk")
     assert main(["--clean", "--safe", "90", "--max", "80", *workloads]) == EXIT_BAD_INPUT
+
+
+def test_exit_status_follows_the_high_side_unless_optimistic(capsys):
+    # a full SFT of Qwen3-0.6B at 16 x 1024 (72.6 GB measured on an H100): 77 GB mid with the baseline, its
+    # high side over the 80 GB line: the honest answer is tight, and it says why
+    workloads = ["sft-run,kind=training,model=qwen3-0.6b,batch=16,seq_len=1024"]
+    code, data = run_json(capsys, *workloads)
+    assert data["total_gb"]["mid"] < 80 < data["total_gb"]["high"]
+    assert (data["fit"], data["fit_detail"]["mid_verdict"]) == ("tight", "fits")
+    assert data["fit_detail"]["headline"] == "fits at mid, tight at high"
+    assert code == 1
+    assert main(["--clean", "--optimistic", *workloads]) == 0
+    out = capsys.readouterr().out
+    assert "Memory   TIGHT     fits at mid, tight at high: " in out
+
+
+def test_help_has_the_exit_status_table(isolated):
+    result = subprocess.run(
+        [sys.executable, "-m", "sparktop.cli", "plan", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(isolated / "home")},
+        timeout=60,
+    )
+    assert result.returncode == 0
+    assert "--optimistic" in result.stdout
+    table = result.stdout[result.stdout.index("exit status") :]
+    for line in ("0  fits", "1  tight", "2  OOM risk", "3  bad input"):
+        assert line in table
+
+
+def test_slowdown_and_shared_decode_figures_agree(capsys):
+    """Issue 12 item 13: `7.5 -> 0.8 tok/s` beside `Slowdown ~1.3x` must not happen: every figure printed for
+    a workload comes from the same slowdown."""
+    import re
+
+    main(["--clean", "llama3.1:70b", DEVSTRAL, "llama3.1:8b"])
+    out = capsys.readouterr().out
+    slowdown = next(line for line in out.splitlines() if line.startswith("  Slowdown"))
+    decoding = next(line for line in out.splitlines() if line.startswith("  Decoding"))
+    compute = next(line for line in out.splitlines() if line.startswith("  Compute"))
+    pattern = r"([\w.:-]+) ~[\d.]+x on average, ~([\d.]+)x while"
+    overlap = {name: float(x) for name, x in re.findall(pattern, slowdown)}
+    speeds = re.findall(r"([\w.:-]+) ([\d.]+) -> ([\d.]+) tok/s", decoding)
+    assert len(overlap) == 3 and len(speeds) == 3
+    for name, alone, shared in speeds:
+        assert float(alone) / float(shared) == pytest.approx(overlap[name], rel=0.08), name
+        if name != "llama3.1:8b":  # the summary quotes the same figures for the big decoders
+            assert f"{name} {alone} -> {shared} tok/s" in compute

@@ -15,6 +15,7 @@ from sparktop.model import (
     ServiceReport,
     Snapshot,
 )
+from sparktop.session import Session
 
 GB = 1000**3
 
@@ -24,9 +25,9 @@ def total(accounting) -> int:
 
 
 def test_demo_ollama_and_vllm_are_split_per_model_and_still_add_up():
-    source = DemoSource("servers")
+    source, session = DemoSource("servers"), Session()
     for _ in range(5):
-        snap = source.sample()
+        snap = session.ingest(source.sample())
     split = split_models(snap)
     assert total(split) == total(snap.accounting) == snap.accounting.used
     labels = {c.label for c in split.consumers}

@@ -5,16 +5,14 @@ reads "n/a". No NVML at all is one line saying why."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from rich.text import Text
 
+from sparktop.analysis.series import GpuSeries
 from sparktop.format import fmt_bytes, sparkline
 from sparktop.model import GpuReport, GpuState
 from sparktop.ui.widgets.redraw import TextPanel
-
-HISTORY = 240  # samples kept per metric, enough for the widest sparkline
 
 
 @dataclass(frozen=True)
@@ -27,6 +25,7 @@ class Metric:
     high: float | None  # None: scale to the largest value seen
 
 
+# Each field is one of the session's GPU series (analysis/series.py).
 METRICS = (
     Metric("utilization_pct", "util", "%", 0, 0.0, 100.0),
     Metric("sm_clock_mhz", "SM clock", "MHz", 0, 0.0, None),
@@ -50,28 +49,14 @@ class GpuPanel(TextPanel):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._report: GpuReport | None = None
-        self._series: dict[tuple[str, str], deque[float | None]] = {}
+        self._series = GpuSeries()
         self.units = "GiB"
         self.spark_color = "cyan"
 
-    def push(self, report: GpuReport) -> None:
-        """Record one tick's readings for the sparklines (call for every sample, shown or not)."""
+    def show(self, report: GpuReport, series: GpuSeries, units: str, spark_color: str) -> None:
+        """Draw `report`, the sparklines from `series` (the session's, which saw every sample)."""
         self._report = report
-        seen = set()
-        for gpu in report.gpus:
-            ident = gpu.uuid or str(gpu.index)
-            for metric in METRICS:
-                key = (ident, metric.field)
-                seen.add(key)
-                value = getattr(gpu, metric.field)
-                self._series.setdefault(key, deque(maxlen=HISTORY)).append(
-                    float(value) if value is not None else None
-                )
-        for key in [k for k in self._series if k not in seen]:
-            del self._series[key]
-
-    def show(self, report: GpuReport, units: str, spark_color: str) -> None:
-        self._report = report
+        self._series = series
         self.units = units
         self.spark_color = spark_color
         self._redraw()
@@ -111,8 +96,8 @@ class GpuPanel(TextPanel):
             shown, style = (
                 ("n/a", "dim") if value is None else (f"{value:.{metric.digits}f} {metric.unit}", "")
             )
-            series = self._series.get((ident, metric.field), ())
-            spark = sparkline(list(series), spark_w, metric.low, metric.high) if spark_w >= 4 else ""
+            series = self._series.get(ident, metric.field)
+            spark = sparkline(series, spark_w, metric.low, metric.high) if spark_w >= 4 else ""
             line = Text(metric.label.ljust(label_w), style="bold")
             line.append(shown.rjust(value_w), style=style)
             if spark:

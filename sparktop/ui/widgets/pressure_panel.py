@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections import deque
-
 from rich.text import Text
 from textual.reactive import reactive
 
 from sparktop.analysis.headroom import EngineHeadroom
+from sparktop.analysis.series import PoolSeries
 from sparktop.format import fmt_bytes, fmt_size, sparkline
 from sparktop.model import HostMemory
 from sparktop.ui.themes import Palette
@@ -25,26 +24,22 @@ class PressurePanel(TextPanel):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._available: deque[float] = deque(maxlen=240)
-        self._psi: deque[float | None] = deque(maxlen=240)
+        self._series = PoolSeries()
         self._data: tuple[HostMemory, str, list[str], str, Palette, EngineHeadroom | None] | None = None
-
-    def push(self, memory: HostMemory) -> None:
-        """Record one tick for the sparklines (every sample, shown or not)."""
-        self._available.append(memory.available / memory.total * 100 if memory.total else 0.0)
-        some = memory.pressure.some if memory.pressure else None
-        self._psi.append(some.avg10 if some else None)
 
     def show(
         self,
         memory: HostMemory,
+        series: PoolSeries,
         level: str,
         reasons: list[str],
         units: str,
         palette: Palette,
         engine: EngineHeadroom | None = None,
     ) -> None:
-        """`engine`: on a unified-memory GPU, what CUDA would call free (shown under MemAvailable)."""
+        """Draw `memory` at `level`, the sparklines from `series` (the session's, which saw every sample);
+        `engine`: on a unified-memory GPU, what CUDA would call free (shown under MemAvailable)."""
+        self._series = series
         self._data = (memory, str(level), list(reasons), units, palette, engine)
         self.set_class(str(level) == "critical", "-critical")
         self.set_class(str(level) == "warn", "-warn")
@@ -69,7 +64,8 @@ class PressurePanel(TextPanel):
         avail.append(f"{fmt_size(memory.available, units)} {pct:3.0f} %".rjust(value_w))
         if spark_w >= 4:
             avail.append("  ")
-            avail.append(sparkline(list(self._available), spark_w, 0.0, 100.0), style=palette.spark)
+            spark = sparkline(list(self._series.available_pct), spark_w, 0.0, 100.0)
+            avail.append(spark, style=palette.spark)
         lines.append(avail)
         if engine is not None and not self.compact:
             # cudaMemGetInfo on GB10 counts page cache as used: what vLLM's start-up check compares against
@@ -93,7 +89,8 @@ class PressurePanel(TextPanel):
                 row.append(f"{line.avg10:5.1f} {line.avg60:5.1f} {line.avg300:5.1f}".rjust(value_w))
                 if name == "some" and spark_w >= 4:
                     row.append("  ")
-                    row.append(sparkline(list(self._psi), spark_w, 0.0, 100.0), style=palette.spark)
+                    spark = sparkline(list(self._series.psi_some), spark_w, 0.0, 100.0)
+                    row.append(spark, style=palette.spark)
                 elif name == "full" and spark_w >= 12:
                     row.append("  avg10 avg60 avg300", style="dim")
             lines.append(row)

@@ -7,7 +7,6 @@ Each table is a `ConsumerTable` over rows of raw values (`Row.values`, one per c
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -19,6 +18,7 @@ from textual.cache import LRUCache
 from textual.widgets import DataTable
 
 from sparktop.analysis.accounting import process_key
+from sparktop.analysis.row_trends import process_gpu, process_total
 from sparktop.collect.controllers import foreign_engine
 from sparktop.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 from sparktop.format import fmt_bytes, fmt_rate
@@ -154,72 +154,13 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
     return rows
 
 
-def _process_gpu(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int | None:
-    return p.gpu_bytes if p.gpu_bytes is not None else gpu_by_pid.get(p.pid)
-
-
-def process_total(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int:
-    """A process's footprint as its table row shows it: PSS (or RSS) plus its GPU memory."""
-    return (p.pss if p.pss is not None else p.rss) + (_process_gpu(p, gpu_by_pid) or 0)
-
-
-class RowTrends:
-    """Growth per minute of every process row, including those the history does not keep (processes
-    inside containers, small host processes): a point every `step_s`, a least-squares slope over the last
-    `window_s`. Keys that leave are forgotten, so memory follows the process count."""
-
-    def __init__(self, window_s: float = 300.0, step_s: float = 5.0, min_span_s: float = 60.0) -> None:
-        self.step_s = step_s
-        self.min_span_s = min_span_s
-        self._points: dict[str, deque[tuple[float, int]]] = {}
-        self._maxlen = max(2, int(window_s / step_s) + 1)
-        self._rates: dict[str, float | None] = {}  # per key, until its next point (one every `step_s`)
-
-    def add(self, t: float, totals: dict[str, int]) -> None:
-        for key in [k for k in self._points if k not in totals]:
-            del self._points[key]
-            self._rates.pop(key, None)
-        for key, value in totals.items():
-            points = self._points.get(key)
-            if points is None:
-                self._points[key] = deque([(t, value)], maxlen=self._maxlen)
-                self._rates.pop(key, None)
-            elif t - points[-1][0] >= self.step_s:
-                points.append((t, value))
-                self._rates.pop(key, None)
-
-    def add_snapshot(self, snapshot: Snapshot) -> None:
-        gpu_by_pid = snapshot.gpu.gpu_bytes_by_pid()
-        totals = {process_key(p): process_total(p, gpu_by_pid) for p in snapshot.processes}
-        self.add(snapshot.timestamp, totals)
-
-    def rate_per_min(self, key: str) -> float | None:
-        if key in self._rates:
-            return self._rates[key]
-        rate = self._rate_per_min(key)
-        if key in self._points:
-            self._rates[key] = rate
-        return rate
-
-    def _rate_per_min(self, key: str) -> float | None:
-        points = self._points.get(key)
-        if not points or len(points) < 5 or points[-1][0] - points[0][0] < self.min_span_s:
-            return None
-        n = len(points)
-        mt = sum(t for t, _ in points) / n
-        mv = sum(v for _, v in points) / n
-        stt = sum((t - mt) ** 2 for t, _ in points)
-        stv = sum((t - mt) * (v - mv) for t, v in points)
-        return stv / stt * 60 if stt > 0 else None
-
-
 def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]:
     names = {c.id: c.label for c in snapshot.containers}
     gpu_by_pid = snapshot.gpu.gpu_bytes_by_pid()
     rows = []
     for p in snapshot.processes:
         key = process_key(p)
-        gpu = _process_gpu(p, gpu_by_pid)
+        gpu = process_gpu(p, gpu_by_pid)
         container = names.get(p.container_id, p.container_id[:12]) if p.container_id else ""
         values = {
             "pid": p.pid,

@@ -1,0 +1,173 @@
+"""A dashboard session without the dashboard: what every view of sparktop shows, fed one snapshot at a time.
+
+`Session.ingest(snapshot)` is the one place a snapshot becomes what the views draw:
+
+- accounting (`analysis.accounting.account`) when the source left it out — every source does; a recording
+  carries the accounting it was made with;
+- the history (budget chart, creep), the memory-pressure level and its reasons, creep alerts;
+- per-process growth (the processes table's trend column) and the sparkline series (GPU metrics,
+  MemAvailable, PSI);
+- the freshness of the data: the last good time, a stale reason (a failed or late sample), the end of a
+  recording.
+
+The Textual dashboard draws a Session; `--once`, `record`, an exporter, a guard and tests use the same one, so
+they all show the same numbers. `SessionRunner` (sparktop/runner.py) samples a source into a Session on a
+thread for the headless commands.
+
+Thread safety: `ingest` and the other changes hold `lock`; a reader on another thread (an exporter's HTTP
+handler) that needs several fields from the same tick takes `lock` too. `latest` is replaced, never changed,
+once ingested, so reading it alone needs no lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from sparktop.analysis.accounting import fill_accounting
+from sparktop.analysis.history import History
+from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
+from sparktop.analysis.row_trends import RowTrends
+from sparktop.analysis.series import GpuSeries, PoolSeries
+from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
+from sparktop.collect.source import SnapshotSource
+from sparktop.model import GB, Snapshot
+
+CREEP_WINDOW_S = 300.0  # the slope behind creep alerts and the tables' growth column
+LATE_AFTER_S = 5.0  # a sample this late (or 3 intervals, if longer) makes the data stale
+
+
+class Session:
+    """See the module docstring. `safe_bytes` / `max_bytes`: the two lines the creep alerts count down to;
+    `history_hours`: how much history is kept; `clock`: wall time (tests and screenshots fix it)."""
+
+    def __init__(
+        self,
+        safe_bytes: int = 80 * GB,
+        max_bytes: int = 100 * GB,
+        history_hours: float = 6.0,
+        clock: Callable[[], float] | None = None,
+        creep_window_s: float = CREEP_WINDOW_S,
+    ) -> None:
+        self.safe_bytes = safe_bytes
+        self.max_bytes = max_bytes
+        self.clock = clock or time.time
+        self.creep_window_s = creep_window_s
+        self.lock = threading.RLock()
+        self.latest: Snapshot | None = None
+        self.assessment: PressureAssessment | None = None
+        self.creep: list[CreepAlert] = []
+        self.history = History(max_age_s=history_hours * 3600)
+        self.pressure = PressureTracker()
+        self.process_trends = RowTrends(window_s=creep_window_s)
+        self.gpu_series = GpuSeries()
+        self.pool_series = PoolSeries()
+        self.stale_reason: str | None = None
+        self.source_ended = False
+        self.end_message = "end of recording"  # what a finite source said when it ended
+        self.last_good_at: float | None = None  # clock() when the last good snapshot came in
+        self.ingested = 0
+        self._announced_level: PressureLevel | None = None
+
+    @classmethod
+    def for_config(cls, config: object, clock: Callable[[], float] | None = None) -> Session:
+        """A session with a config's lines and history length (any object with `safe_bytes`, `max_bytes`
+        and `history_hours`)."""
+        return cls(
+            safe_bytes=int(getattr(config, "safe_bytes", 80 * GB)),
+            max_bytes=int(getattr(config, "max_bytes", 100 * GB)),
+            history_hours=float(getattr(config, "history_hours", 6.0)),
+            clock=clock,
+        )
+
+    # -- feeding it ----------------------------------------------------------------------------------------
+
+    def ingest(self, snapshot: Snapshot) -> Snapshot:
+        """Take one good snapshot in (accounting filled in if missing) and return it."""
+        with self.lock:
+            fill_accounting(snapshot)  # the one place a snapshot is accounted
+            self.history.add(snapshot)
+            self.process_trends.add_snapshot(snapshot)
+            self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
+            self.gpu_series.push(snapshot.gpu)
+            self.pool_series.push(snapshot.memory)
+            self.creep = detect_creep(
+                self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, self.creep_window_s
+            )
+            self.latest = snapshot
+            self.stale_reason = None
+            self.last_good_at = self.clock()
+            self.ingested += 1
+            return snapshot
+
+    def fail(self, reason: str) -> None:
+        """A sample failed: the last good snapshot stays, marked stale with this one-line reason."""
+        with self.lock:
+            self.stale_reason = reason or "no data"
+
+    def end(self, message: str = "") -> None:
+        """A finite source (a recording) has nothing more: the last snapshot stays, marked as the end, with
+        what the source said about it (`SourceExhausted`'s text) or "end of recording"."""
+        with self.lock:
+            self.source_ended = True
+            self.end_message = message or "end of recording"
+
+    def check_late(self, interval: float) -> bool:
+        """Called when a sample is still outstanding: once it is clearly late (5 s, or 3 intervals if longer)
+        the data is marked stale. True if it is."""
+        with self.lock:
+            if self.last_good_at is None:
+                return False
+            late = self.clock() - self.last_good_at
+            if late > max(LATE_AFTER_S, 3 * interval):
+                self.stale_reason = f"no data for {late:.0f} s (the source is slow)"
+                return True
+            return False
+
+    # -- reading it ----------------------------------------------------------------------------------------
+
+    @property
+    def level(self) -> PressureLevel:
+        return self.assessment.level if self.assessment is not None else PressureLevel.OK
+
+    @property
+    def stale(self) -> str | None:
+        """Why the data on show is not current (None: it is)."""
+        return self.stale_reason or (self.end_message if self.source_ended else None)
+
+    def rate_per_min(self, key: str) -> float | None:
+        """A consumer's growth (bytes per minute) over the creep window, from the history."""
+        return rate_per_min(self.history, key, self.creep_window_s)
+
+    def process_rate_per_min(self, key: str) -> float | None:
+        """A process row's growth (bytes per minute), for processes the history does not keep too."""
+        return self.process_trends.rate_per_min(key)
+
+    def entered_critical(self) -> bool:
+        """True once per entry into CRITICAL: the first call after the level became critical (the dashboard
+        rings the bell there). Any other level re-arms it."""
+        with self.lock:
+            level = self.level
+            entered = level == PressureLevel.CRITICAL and self._announced_level != PressureLevel.CRITICAL
+            self._announced_level = level
+            return entered
+
+
+class IngestingSource:
+    """A source whose snapshots go through a session first (accounting and all): `record` and `--once` write
+    what the dashboard would show. Any other attribute is the wrapped source's."""
+
+    def __init__(self, source: SnapshotSource, session: Session) -> None:
+        self.source = source
+        self.session = session
+        self.name: str = getattr(source, "name", type(source).__name__)
+
+    def sample(self) -> Snapshot:
+        return self.session.ingest(self.source.sample())
+
+    def close(self) -> None:
+        self.source.close()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.source, name)

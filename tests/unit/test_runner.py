@@ -1,0 +1,116 @@
+"""SessionRunner: a thread that samples a source into a session, for the headless commands."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.replay import Recorder, ReplaySource
+from sparktop.model import Snapshot
+from sparktop.runner import SessionRunner
+from sparktop.session import Session
+
+
+def test_runner_feeds_the_session_and_calls_back_on_its_thread() -> None:
+    session = Session()
+    seen: list[tuple[float, str]] = []
+    runner = SessionRunner(
+        DemoSource("default", seed=1),
+        session,
+        interval=0.01,
+        on_snapshot=lambda s: seen.append((s.timestamp, threading.current_thread().name)),
+    )
+    runner.start()
+    try:
+        assert runner.wait_for(5, timeout=5.0)
+    finally:
+        runner.stop()
+    assert not runner.running
+    assert len(seen) >= 5 and {name for _, name in seen} == {"sparktop-runner"}
+    assert session.ingested == len(seen) and runner.latest is session.latest
+    assert session.latest is not None and session.latest.accounting is not None
+    stopped_at = runner.ticks
+    time.sleep(0.05)
+    assert runner.ticks == stopped_at
+
+
+class Flaky:
+    """Every other sample raises; a callback that raises too."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.demo = DemoSource()
+        self.n = 0
+
+    def sample(self) -> Snapshot:
+        self.n += 1
+        if self.n % 2 == 0:
+            raise OSError("/proc/meminfo: Input/output error")
+        return self.demo.sample()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failing_sample_or_callback_marks_stale_and_the_runner_goes_on() -> None:
+    session = Session()
+    errors: list[str] = []
+
+    def boom(_snapshot: Snapshot) -> None:
+        raise ValueError("exporter bug")
+
+    runner = SessionRunner(Flaky(), session, interval=0.01, on_snapshot=boom, on_error=errors.append)
+    assert runner.tick() is not None and session.stale is None
+    assert runner.tick() is None
+    assert session.stale == "OSError: /proc/meminfo: Input/output error" and session.latest is not None
+    assert errors == [
+        "on_snapshot: ValueError: exporter bug",
+        "sample: OSError: /proc/meminfo: Input/output error",
+    ]
+    runner.start()
+    try:
+        assert runner.wait_for(8, timeout=5.0)
+    finally:
+        runner.stop()
+    assert session.ingested >= 4
+
+
+def test_a_recording_ends_the_runner(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    demo = DemoSource()
+    with Recorder(path) as recorder:
+        for _ in range(3):
+            recorder.write(demo.sample())
+    session = Session()
+    runner = SessionRunner(ReplaySource(path), session, interval=0.001).start()
+    runner._thread.join(5.0)  # type: ignore[union-attr]
+    assert not runner.running
+    assert session.source_ended and session.ingested == 3 and session.stale == "end of recording"
+
+
+def test_a_slow_sample_does_not_make_a_burst_of_ticks() -> None:
+    class Slow(Flaky):
+        def sample(self) -> Snapshot:
+            self.n += 1
+            if self.n == 2:
+                time.sleep(0.3)
+            return self.demo.sample()
+
+    source = Slow()
+    runner = SessionRunner(source, Session(), interval=0.1).start()
+    try:
+        time.sleep(0.55)
+    finally:
+        runner.stop()
+    # ticks at 0, 0.1 (takes 0.3 s), then at once at 0.4, then 0.5: no catching up on the missed ones
+    assert 3 <= source.n <= 5
+
+
+def test_interval_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="interval must be greater than 0"):
+        SessionRunner(DemoSource(), Session(), interval=0)

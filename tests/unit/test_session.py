@@ -1,0 +1,132 @@
+"""The Textual-free session: what every view shows, fed one snapshot at a time (demo snapshots, a recording,
+and snapshots that break accounting)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sparktop.analysis.accounting import account
+from sparktop.analysis.pressure import PressureLevel
+from sparktop.cli import main
+from sparktop.collect.demo import DemoSource
+from sparktop.collect.replay import ReplaySource, record
+from sparktop.model import GB
+from sparktop.session import IngestingSource, Session
+
+
+class Clock:
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_ingest_accounts_each_snapshot_once_and_keeps_a_recorded_accounting() -> None:
+    source = DemoSource("default", seed=1)
+    raw = source.sample()
+    assert raw.accounting is None  # sources leave it to the session
+    session = Session()
+    snap = session.ingest(raw)
+    assert snap is raw and session.latest is raw
+    assert snap.accounting == account(snap.memory, snap.gpu, snap.processes, snap.containers)
+    acct = snap.accounting
+    assert acct is not None
+    assert sum(c.total for c in acct.consumers) + acct.unattributed == snap.memory.used
+    # a snapshot that already has accounting (a recording) keeps it
+    recorded = source.sample().model_copy(update={"accounting": acct})
+    assert session.ingest(recorded).accounting is acct
+
+
+def test_accounting_that_fails_is_one_line_and_everything_unattributed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def buggy(*_args: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(
+        "sparktop.analysis.accounting.account", buggy
+    )  # a bug in accounting must not end the session
+    snap = Session().ingest(DemoSource().sample())
+    assert snap.accounting is not None
+    acct = snap.accounting
+    assert (acct.used, acct.unattributed, acct.consumers) == (snap.memory.used, snap.memory.used, [])
+    assert snap.errors == [
+        "accounting failed (ZeroDivisionError: division by zero); the pool is shown as unattributed"
+    ]
+
+
+def test_history_pressure_creep_trends_and_series_follow_every_sample() -> None:
+    source = DemoSource("default", seed=0)
+    session = Session(safe_bytes=80 * GB, max_bytes=100 * GB)
+    for _ in range(400):
+        session.ingest(source.sample())
+    assert len(session.history) == 400 and session.ingested == 400
+    assert session.level == PressureLevel.OK and session.assessment is not None
+    assert [a.label for a in session.creep] == ["ssd-tetris-train-1"]
+    train = next(c for c in session.latest.containers if c.name == "ssd-tetris-train-1")  # type: ignore[union-attr]
+    rate = session.rate_per_min(f"container:{train.id}")
+    assert rate is not None and 0.8 * GB < rate < 2.0 * GB  # the demo's run creeps ~1.3 GB/min
+    pid = next(p for p in session.latest.processes if p.container_id == train.id and p.gpu_bytes)  # type: ignore[union-attr]
+    from sparktop.analysis.accounting import process_key
+
+    assert session.process_rate_per_min(process_key(pid)) is not None
+    gpu = session.latest.gpu.gpus[0]  # type: ignore[union-attr]
+    util = session.gpu_series.get(gpu.uuid or "0", "utilization_pct")
+    assert len(util) == 240 and util[-1] == gpu.utilization_pct
+    assert len(session.pool_series.available_pct) == 240
+    assert session.pool_series.psi_some[-1] == session.latest.memory.pressure.some.avg10  # type: ignore[union-attr]
+
+
+def test_critical_is_announced_once_per_entry() -> None:
+    session = Session()
+    critical, calm = DemoSource("critical", seed=0), DemoSource("idle", seed=0)
+    assert not session.entered_critical()  # nothing yet
+    for _ in range(30):
+        session.ingest(critical.sample())
+    assert session.level == PressureLevel.CRITICAL
+    assert session.entered_critical() and not session.entered_critical()
+    session.ingest(calm.sample().model_copy(update={"timestamp": critical.now + 100}))
+    assert session.level != PressureLevel.CRITICAL
+    assert not session.entered_critical()
+    for _ in range(30):
+        session.ingest(critical.sample().model_copy(update={"timestamp": critical.now + 200}))
+    assert session.entered_critical()
+
+
+def test_stale_late_and_ended() -> None:
+    clock = Clock()
+    session = Session(clock=clock)
+    assert session.stale is None and not session.check_late(1.0)  # nothing shown yet: nothing is late
+    session.ingest(DemoSource().sample())
+    session.fail("OSError: /proc unreadable")
+    assert session.stale == "OSError: /proc unreadable" and session.latest is not None
+    session.ingest(DemoSource().sample())
+    assert session.stale is None
+    clock.t += 4.0
+    assert not session.check_late(1.0)
+    clock.t += 2.0
+    assert session.check_late(1.0) and session.stale == "no data for 6 s (the source is slow)"
+    assert not session.check_late(10.0) or clock.t - 1000.0 > 30  # a long interval waits 3 intervals
+    session.ingest(DemoSource().sample())
+    session.end()
+    assert session.source_ended and session.stale == "end of recording"
+
+
+def test_record_writes_what_the_session_shows(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    count = record(
+        IngestingSource(DemoSource("default", seed=2), Session()), path, interval=0.01, duration=0.05
+    )
+    assert count == 5
+    with ReplaySource(path) as replay:
+        first = replay.sample()
+    assert first.accounting is not None
+    again = Session().ingest(DemoSource("default", seed=2).sample())
+    assert first.accounting == again.accounting
+
+
+def test_once_json_carries_the_accounting(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--once", "--json", "--demo"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["accounting"]["used"] == data["memory"]["used"]
+    assert [s["collector"] for s in data["services"]] == ["servers"]  # the demo's simulated Ollama
