@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
     from sparktop.model import Snapshot
 
-SUBCOMMANDS = ("record", "plan", "serve", "web")
+SUBCOMMANDS = ("record", "plan", "serve", "web", "guard")
 
 
 def _add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sparktop import web_cli
 
         return web_cli.main(args[1:])
+    if args and args[0] == "guard":
+        from sparktop.guard import cli as guard_cli
+
+        return guard_cli.main(args[1:])
     parser = _main_parser()
     opts = parser.parse_args(args)
     for name in ("interval", "safe", "max"):

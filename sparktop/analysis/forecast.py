@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from sparktop.analysis.history import UNATTRIBUTED, History
 from sparktop.analysis.trend import rate_per_min, sustained_slope
-from sparktop.format import fmt_duration, fmt_gb
+from sparktop.format import fmt_bytes, fmt_duration, fmt_rate
 from sparktop.model import HostMemory
 
 DEFAULT_HORIZONS_S = (600.0, 120.0)
@@ -56,17 +56,16 @@ class Forecast:
         if self.stalling:
             head = f"memory stalling now: PSI full avg10 {self.psi_full_avg10:.0f} %"
         elif self.eta_s is not None and self.eta_s <= 0:
-            head = f"pool exhausted: MemAvailable {fmt_gb(self.available_bytes)} at the reserve"
+            head = f"pool exhausted: MemAvailable {fmt_bytes(self.available_bytes)} at the reserve"
         elif self.eta_s is not None and self.rate_bytes_per_s:
-            rate = fmt_gb(self.rate_bytes_per_s * 60)
-            head = f"pool exhausted in ~{fmt_duration(self.eta_s)} at +{rate}/min"
+            head = f"pool exhausted in ~{fmt_duration(self.eta_s)} at {fmt_rate(self.rate_bytes_per_s * 60)}"
         else:
-            return f"no exhaustion in sight: MemAvailable {fmt_gb(self.available_bytes)}"
+            return f"no exhaustion in sight: MemAvailable {fmt_bytes(self.available_bytes)}"
         if self.driver:
             head += f", driven by {self.driver}"
             if self.driver_rate_bytes_per_s:
-                head += f" (+{fmt_gb(self.driver_rate_bytes_per_s * 60)}/min)"
-        return f"{head}; MemAvailable {fmt_gb(self.available_bytes)}"
+                head += f" ({fmt_rate(self.driver_rate_bytes_per_s * 60)})"
+        return f"{head}; MemAvailable {fmt_bytes(self.available_bytes)}"
 
 
 def _pool_window(history: History, window_s: float) -> tuple[list[float], list[int]]:

@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparktop guard",
         description="Forecast memory exhaustion, warn (terminal, system journal, hooks), keep a black-box "
-        "recording, and — only with a policy in the config's [guard] table — stop what is listed there first.",
+        "recording, and, only with a policy in the config's [guard] table, stop what is listed there first.",
     )
     parser.add_argument("--dry-run", action="store_true", help="say what the policy would stop; stop nothing")
     parser.add_argument("--blackbox-dir", type=Path, metavar="DIR", help="where the black box is kept")
@@ -112,10 +112,10 @@ def main(argv: list[str]) -> int:
         state_path=None if demo else state_dir() / STATE_FILE,
         dry_run=opts.dry_run,
     )
-    mode = "dry run" if opts.dry_run else "live"
+    dry = " (dry run: stops nothing)" if opts.dry_run and settings.armed else ""
     print(
-        f"sparktop guard: {settings.describe_policy()} ({mode}; {getattr(source, 'name', 'live')} source; "
-        f"black box {box.directory if box else 'off'})",
+        f"sparktop guard: {settings.describe_policy()}{dry}; {getattr(source, 'name', 'live')} source; "
+        f"black box {box.directory if box else 'off'}",
         flush=True,
     )
     stopping = threading.Event()

@@ -31,7 +31,7 @@ from sparktop.analysis.forecast import Forecast, forecast
 from sparktop.blackbox import BlackBox
 from sparktop.collect.control import ContainerController, ControlError
 from sparktop.collect.signals import TERM, signal_process
-from sparktop.format import fmt_gb
+from sparktop.format import fmt_bytes
 from sparktop.guard.alerts import Alert, Alerts
 from sparktop.guard.policy import GuardSettings, Target, find_target
 from sparktop.model import Snapshot
@@ -130,7 +130,7 @@ class Guard:
     def _trigger(self, snapshot: Snapshot, fc: Forecast, now: float) -> str | None:
         floor = self.settings.floor_bytes
         if floor is not None and snapshot.memory.available < floor:
-            return f"MemAvailable {fmt_gb(snapshot.memory.available)} < floor {fmt_gb(floor)}"
+            return f"MemAvailable {fmt_bytes(snapshot.memory.available)} < floor {fmt_bytes(floor)}"
         level = self.settings.psi_full_level
         if level is not None and fc.psi_full_avg10 is not None and fc.psi_full_avg10 >= level:
             if self._psi_since is None:

@@ -24,6 +24,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.events import Resize
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -509,7 +510,13 @@ class SparktopApp(App[None]):
                 f"■ CRITICAL MEMORY PRESSURE: {', '.join(facts)} — free memory now, before the machine "
                 "freezes"
             )
-        banner.set_class(critical, "-show")
+        # Short of critical, the freeze forecast warns while there is still time to act (10 min, 2 min).
+        forecast = self.session.forecast
+        warn = not critical and forecast is not None and forecast.warning and self.latest is not None
+        if warn and forecast is not None:
+            banner.update(Content(f"▲ {forecast.message()} — act before the machine freezes"))
+        banner.set_class(critical or warn, "-show")
+        banner.set_class(warn, "-forecast")
         if self.session.entered_critical():
             self.bell()
 
