@@ -72,7 +72,7 @@ class Guard:
         self._warned: float | None = None  # the horizon last warned about (0: stalling / exhausted)
         self._psi_since: float | None = None
         self._acted_at: float | None = None
-        self._acted_on: Target | None = None
+        self.acted_on: Target | None = None
         self._blackbox_problem: str | None = None
         self._workers: list[threading.Thread] = []
 
@@ -143,14 +143,14 @@ class Guard:
         return None
 
     def _cooling_down(self, snapshot: Snapshot, now: float) -> bool:
-        if self._acted_at is None or self._acted_on is None:
+        if self._acted_at is None or self.acted_on is None:
             return False
         since = now - self._acted_at
         if since < self.settings.cooldown_s:
             return True
         if since >= MAX_WAIT_FOR_RELEASE_FACTOR * max(self.settings.cooldown_s, 12.0):
             return False
-        return _still_present(self._acted_on, snapshot)  # its memory is not free yet
+        return _still_present(self.acted_on, snapshot)  # its memory is not free yet
 
     def _enforce(self, snapshot: Snapshot, fc: Forecast, sent: list[Alert], now: float) -> None:
         why = self._trigger(snapshot, fc, now)
@@ -160,7 +160,7 @@ class Guard:
         if target is None:
             return
         readings = self._readings(snapshot, fc) | {"target": target.label, "rule": target.rule}
-        self._acted_at, self._acted_on = now, target
+        self._acted_at, self.acted_on = now, target
         if self.dry_run:
             alert = Alert("dry-run", f"would stop {target.label} ({target.rule}): {why}", now, readings)
             self._log("guard dry-run stop", target, f"not stopped (dry run): {why}")
