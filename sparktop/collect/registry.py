@@ -27,10 +27,10 @@ class AddOn:
 
 
 # One line per add-on collector (see sparktop/collect/base.py for what a collector must do).
-ADD_ONS: tuple[AddOn, ...] = ()
+ADD_ONS: tuple[AddOn, ...] = (AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),)
 
 # One line per simulated collector the demo source runs (deterministic: it reads only the snapshot).
-DEMO_ADD_ONS: tuple[AddOn, ...] = ()
+DEMO_ADD_ONS: tuple[AddOn, ...] = (AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),)
 
 
 class Guarded(Generic[T]):

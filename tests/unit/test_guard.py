@@ -217,3 +217,28 @@ def test_guard_command_leaves_a_black_box_that_replays_after_kill_9(tmp_path: Pa
     )  # fmt: skip
     assert once.returncode == 0, once.stderr
     assert json.loads(once.stdout)["source"] == "replay"
+
+
+def test_the_dashboard_collector_reports_the_guard_state(tmp_path: Path) -> None:
+    from sparktop.collect.guard_state import GuardStateCollector
+
+    source = DemoSource("critical")
+    guard, runner, _out = guard_on(
+        source, GuardSettings(floor_gb=8, stop=[StopRule(container="ollama")]), tmp_path, True
+    )
+    snapshot = runner.tick()
+    assert snapshot is not None
+    collector = GuardStateCollector(tmp_path / "guard.json", clock=time.time)
+    try:
+        assert collector.wait_first(5)
+        (report,) = collector.collect(snapshot)
+        assert report.summary is not None
+        assert report.summary.startswith("guard armed (dry run)") and "would stop ollama" in report.summary
+        late = GuardStateCollector(tmp_path / "guard.json", clock=lambda: time.time() + 60)
+        late.wait_first(5)
+        assert "guard not running since" in (late.collect(snapshot)[0].summary or "")
+        late.close()
+    finally:
+        collector.close()
+        guard.close()
+    assert GuardStateCollector(tmp_path / "none.json").collect(snapshot) == []
