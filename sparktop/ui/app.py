@@ -109,6 +109,7 @@ class SparktopApp(App[None]):
         Binding("3", "show_tab('processes')", "Processes", show=False),
         Binding("4,w", "show_tab('whatif')", "What-if", show=False),
         Binding("5", "show_tab('models')", "Models", show=False),
+        Binding("B", "write_history", "Write history", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("s", "stop_container", "Stop"),
         Binding("S", "stop_project", "Stop project", show=False),
@@ -497,6 +498,20 @@ class SparktopApp(App[None]):
 
     def _set_stale(self, stale: bool) -> None:
         self.query_one("#tabs").set_class(stale, "-stale")
+
+    def action_write_history(self) -> None:
+        """Write the in-memory history (the dashboard's own short black box) to the state dir."""
+        from sparktop.history_file import default_history_path, write_history
+
+        path = default_history_path()
+        try:
+            with self.session.lock:
+                points = write_history(self.session.history, path)
+        except OSError as exc:
+            self.notify(f"could not write the history to {path}: {exc.strerror or exc}", severity="error",
+                        markup=False)  # fmt: skip
+            return
+        self.notify(f"history written: {points} points to {path}", markup=False)
 
     def _update_banner(self) -> None:
         banner = self.query_one("#critical-banner", Static)
