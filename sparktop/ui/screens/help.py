@@ -27,7 +27,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `p` | pause / resume the display (sampling goes on) |
 | `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
-| `B` | write the in-memory history (the dashboard's own black box) to `$XDG_STATE_HOME/sparktop/history-….jsonl` |
+| `B` | write the in-memory history (the dashboard's black box) to the state dir (`history-….jsonl`) |
 | `ctrl+p` | command palette: every action by name |
 | `?` | this help |
 | `q` or `ctrl+c` | quit (`ctrl+q` too) |
