@@ -41,6 +41,9 @@ SUBCOMMANDS = (
     Subcommand("plan", "sparktop.plan_cli", "will these workloads fit? (exit 0 fits, 1 tight, 2 OOM risk)"),
     Subcommand("serve", "sparktop.serve_cli", "Prometheus exporter: /metrics, /snapshot.json, /healthz"),
     Subcommand("web", "sparktop.web_cli", "the dashboard in a browser (read-only unless --allow-actions)"),
+    Subcommand(
+        "guard", "sparktop.guard.cli", "forecast exhaustion, warn, keep a black box; stop only what is listed"
+    ),
 )
 
 

@@ -317,6 +317,8 @@ class ServiceReport(_Model):
     # The consumer key ("container:<id>", "process:<pid>:<start>") of what runs the server, when known.
     owner: VisibleStr | None = None
     checked_at: float | None = None  # Unix time of the reading shown
+    # A one-line state for the status line (the guard's: armed or watching, its forecast, its last action).
+    summary: VisibleStr | None = None
 
 
 # --- the snapshot ----------------------------------------------------------------------------------------

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 from sparktop.analysis.accounting import fill_accounting
+from sparktop.analysis.forecast import Forecast, forecast
 from sparktop.analysis.history import History
+from sparktop.analysis.last_minutes import summarize_last_minutes
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.row_trends import RowTrends
 from sparktop.analysis.series import GpuSeries, PoolSeries
@@ -68,6 +71,8 @@ class Session:
         self.end_message = "end of recording"  # what a finite source said when it ended
         self.last_good_at: float | None = None  # clock() when the last good snapshot came in
         self.ingested = 0
+        self.forecast: Forecast | None = None  # when the pool runs out on this trend (the guard's rule)
+        self._psi_full: deque[tuple[float, float]] = deque(maxlen=900)  # (time, PSI full avg10)
         self._announced_level: PressureLevel | None = None
 
     @classmethod
@@ -95,6 +100,10 @@ class Session:
             self.creep = detect_creep(
                 self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, self.creep_window_s
             )
+            self.forecast = forecast(self.history, snapshot.memory)
+            full = snapshot.memory.pressure.full if snapshot.memory.pressure else None
+            if full is not None:
+                self._psi_full.append((snapshot.timestamp, full.avg10))
             self.latest = snapshot
             self.stale_reason = None
             self.last_good_at = self.clock()
@@ -112,6 +121,20 @@ class Session:
         with self.lock:
             self.source_ended = True
             self.end_message = message or "end of recording"
+            summary = self.last_minutes()
+            if summary:
+                self.end_message += f" — {summary}"
+
+    def last_minutes(self, minutes: float = 5.0) -> str | None:
+        """Who grew, which line was crossed and how hard memory pressed in the last `minutes` of the data:
+        at the end of a replayed black box, the story of the minutes before the machine hung."""
+        end = self.history.latest_time
+        if end is None:
+            return None
+        peaks = [v for t, v in self._psi_full if t >= end - minutes * 60]
+        return summarize_last_minutes(
+            self.history, self.safe_bytes, self.max_bytes, minutes, max(peaks) if peaks else None
+        )
 
     def check_late(self, interval: float) -> bool:
         """Called when a sample is still outstanding: once it is clearly late (5 s, or 3 intervals if longer)

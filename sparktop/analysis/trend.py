@@ -226,6 +226,14 @@ def _is_fast(ts: list[float], vs: list[int]) -> _Fit | None:
         return None
     return fit
 
+def sustained_slope(
+    ts: list[float], vs: list[int], window_s: float, min_rate_bytes_per_s: float
+) -> float | None:
+    """The growth (bytes per second) of a series that grows steadily by the creep rule above, else None.
+    The freeze forecast (analysis/forecast.py) uses it on the pool's `used`."""
+    fit = _is_creep(ts, vs, window_s, min_rate_bytes_per_s)
+    return fit.slope if fit else None
+
 
 def eta_s(used_now: int, rate_bytes_per_s: float, line: int) -> float | None:
     """Seconds until `used_now + rate × t` reaches `line`: 0 when already there, None when never."""

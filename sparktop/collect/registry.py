@@ -31,10 +31,11 @@ class AddOn:
 ADD_ONS: tuple[AddOn, ...] = (
     AddOn("servers", "sparktop.collect.servers.collector:ServersCollector"),
     AddOn("footprints", "sparktop.footprints:FootprintCollector"),
+    AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),
 )
 
 # One line per simulated collector the demo source runs (deterministic: it reads only the snapshot).
-DEMO_ADD_ONS: tuple[AddOn, ...] = ()
+DEMO_ADD_ONS: tuple[AddOn, ...] = (AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),)
 
 
 class Guarded(Generic[T]):

@@ -354,6 +354,12 @@ class Recorder:
             os.fsync(self._raw.fileno())  # type: ignore[union-attr]
         self.count += 1
 
+    def sync(self) -> None:
+        """Force what was written so far onto the disk (for a recorder made with fsync=False)."""
+        if self._file is not None and self._raw is not None:
+            self._file.flush()
+            os.fsync(self._raw.fileno())
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()  # gzip: writes the end marker (it leaves the file it was given open)

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from sparktop.format import GB
 from sparktop.settings.files import KeyLines, SettingsError, default_config_path, problems_from, read_toml
+from sparktop.settings.guard import GuardSettings
 
 UNITS = ("GiB", "GB")
 
@@ -103,6 +104,8 @@ class Config(BaseModel):
     history_hours: Annotated[
         float, Field(allow_inf_nan=True), finite_between(*HISTORY_HOURS_RANGE, "hours", low_open=True)
     ] = 6.0
+    # `sparktop guard`: forecast, black box and the opt-in stop policy (settings/guard.py).
+    guard: GuardSettings = Field(default_factory=GuardSettings)
 
     @model_validator(mode="after")
     def _lines_in_order(self) -> Config:

@@ -24,6 +24,7 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.events import Resize
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -114,6 +115,7 @@ class SparktopApp(App[None]):
         Binding("3", "show_tab('processes')", "Processes", show=False),
         Binding("4,w", "show_tab('whatif')", "What-if", show=False),
         Binding("5", "show_tab('models')", "Models", show=False),
+        Binding("B", "write_history", "Write history", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("a", "toggle_minor", "All rows", show=False),
         Binding("s", "stop_container", "Stop"),
@@ -526,6 +528,20 @@ class SparktopApp(App[None]):
     def _set_stale(self, stale: bool) -> None:
         self.query_one("#tabs").set_class(stale, "-stale")
 
+    def action_write_history(self) -> None:
+        """Write the in-memory history (the dashboard's own short black box) to the state dir."""
+        from sparktop.history_file import default_history_path, write_history
+
+        path = default_history_path()
+        try:
+            with self.session.lock:
+                points = write_history(self.session.history, path)
+        except OSError as exc:
+            self.notify(f"could not write the history to {path}: {exc.strerror or exc}", severity="error",
+                        markup=False)  # fmt: skip
+            return
+        self.notify(f"history written: {points} points to {path}", markup=False)
+
     def _update_banner(self) -> None:
         banner = self.query_one("#critical-banner", Static)
         critical = self.session.level == PressureLevel.CRITICAL
@@ -538,7 +554,13 @@ class SparktopApp(App[None]):
                 f"■ CRITICAL MEMORY PRESSURE: {', '.join(facts)} — free memory now, before the machine "
                 "freezes"
             )
-        banner.set_class(critical, "-show")
+        # Short of critical, the freeze forecast warns while there is still time to act (10 min, 2 min).
+        forecast = self.session.forecast
+        warn = not critical and forecast is not None and forecast.warning and self.latest is not None
+        if warn and forecast is not None:
+            banner.update(Content(f"▲ {forecast.message()} — act before the machine freezes"))
+        banner.set_class(critical or warn, "-show")
+        banner.set_class(warn, "-forecast")
         if self.session.entered_critical():
             self.bell()
 

@@ -29,6 +29,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
 | `M` | messages: every warning since start (problems in the config, theme, catalog and plan files) |
+| `B` | write the in-memory history (the dashboard's black box) to the state dir (`history-….jsonl`) |
 | `ctrl+p` | command palette: every action by name |
 | `?` | this help |
 | `q` or `ctrl+c` | quit (`ctrl+q` too) |

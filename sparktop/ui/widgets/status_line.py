@@ -60,6 +60,11 @@ class StatusLine(Widget):
         if stale:
             text.append("  ")
             text.append(f" stale: {stale} ", style="bold reverse")
+        guard = next((r for r in snapshot.services if r.collector == "guard"), None) if snapshot else None
+        if guard is not None and (guard.summary or guard.error):  # a `sparktop guard` runs on this machine
+            text.append(
+                f"  {guard.summary or guard.error}", style="bold" if "▲" in (guard.summary or "") else "dim"
+            )
         if snapshot is not None and snapshot.errors:
             n = len(snapshot.errors)
             text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")

@@ -1,0 +1,132 @@
+"""When will the pool run out? A forecast from the MemAvailable trend and memory pressure (PSI).
+
+On a Spark, running out of the pool often wedges the whole machine (no OOM kill, a power cycle), so the
+warning has to come while there is still time to act. The forecast answers three questions each tick:
+
+- **how fast is the pool filling?** The slope of `used` (= MemTotal − MemAvailable) over the last
+  `window_s`, counted only when the growth is sustained by the same rule as the creep alerts
+  (`trend.sustained_slope`: a good straight-line fit, growth in each third of the window, not better
+  explained by one step, no fall back to base). A model loading (flat, jump, flat) and jitter never warn.
+- **how long until it is exhausted?** `(MemAvailable − reserve) / slope`. The reserve is what must stay free
+  for the machine to keep answering (default 5 % of the pool: earlyoom's SIGKILL level).
+- **is it stalling already?** PSI `full` avg10 (every runnable task stalled on memory at once) at or above
+  `stall_full_avg10` is exhaustion now, whatever the slope; `some` avg10 is shown as context.
+
+`warned_horizon` is the smallest configured horizon (e.g. 10 min, 2 min) the time to exhaustion is inside:
+the guard and the dashboard warn when it changes to a nearer horizon. The consumer driving the growth is the
+one whose own total grows fastest over the same window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparktop.analysis.history import UNATTRIBUTED, History
+from sparktop.analysis.trend import rate_per_min, sustained_slope
+from sparktop.format import fmt_bytes, fmt_duration, fmt_rate
+from sparktop.model import HostMemory
+
+DEFAULT_HORIZONS_S = (600.0, 120.0)
+DEFAULT_WINDOW_S = 120.0
+DEFAULT_RESERVE_SHARE = 0.05  # earlyoom's SIGKILL level
+STALL_FULL_AVG10 = 10.0  # the pressure rule's own CRITICAL level for PSI full (sparktop/analysis/pressure.py)
+MIN_RATE_BYTES_PER_S = 5e6  # 300 MB/min: slower than this the pool is not "running out" on any horizon
+
+
+@dataclass(frozen=True)
+class Forecast:
+    available_bytes: int
+    reserve_bytes: int
+    rate_bytes_per_s: float | None  # sustained growth of `used`; None when there is none
+    eta_s: float | None  # seconds until MemAvailable reaches the reserve; 0 = now; None = not on this trend
+    stalling: bool  # PSI full avg10 at or above the stall level
+    psi_some_avg10: float | None
+    psi_full_avg10: float | None
+    psi_full_avg60: float | None
+    driver: str | None  # the label of the consumer growing fastest, when one grows
+    driver_rate_bytes_per_s: float | None
+    warned_horizon: float | None  # the nearest horizon the ETA is inside (None: none)
+
+    @property
+    def warning(self) -> bool:
+        return self.warned_horizon is not None
+
+    def message(self) -> str:
+        """One line for a banner, a journal entry or a hook."""
+        if self.stalling:
+            head = f"memory stalling now: PSI full avg10 {self.psi_full_avg10:.0f} %"
+        elif self.eta_s is not None and self.eta_s <= 0:
+            head = f"pool exhausted: MemAvailable {fmt_bytes(self.available_bytes)} at the reserve"
+        elif self.eta_s is not None and self.rate_bytes_per_s:
+            head = f"pool exhausted in ~{fmt_duration(self.eta_s)} at {fmt_rate(self.rate_bytes_per_s * 60)}"
+        else:
+            return f"no exhaustion in sight: MemAvailable {fmt_bytes(self.available_bytes)}"
+        if self.driver:
+            head += f", driven by {self.driver}"
+            if self.driver_rate_bytes_per_s:
+                head += f" ({fmt_rate(self.driver_rate_bytes_per_s * 60)})"
+        return f"{head}; MemAvailable {fmt_bytes(self.available_bytes)}"
+
+
+def _pool_window(history: History, window_s: float) -> tuple[list[float], list[int]]:
+    times, used = history.times(), history.used()
+    if not times:
+        return [], []
+    start = next((i for i, t in enumerate(times) if t >= times[-1] - window_s), len(times))
+    return times[start:], used[start:]
+
+
+def _driver(history: History, window_s: float) -> tuple[str | None, float | None]:
+    best_key, best_rate = None, 0.0
+    for key in history.present_keys():
+        if key == UNATTRIBUTED:
+            continue
+        per_min = rate_per_min(history, key, window_s)
+        if per_min is not None and per_min > best_rate:
+            best_key, best_rate = key, per_min
+    if best_key is None:
+        return None, None
+    return history.label(best_key), best_rate / 60
+
+
+def forecast(
+    history: History,
+    memory: HostMemory,
+    horizons_s: tuple[float, ...] = DEFAULT_HORIZONS_S,
+    window_s: float = DEFAULT_WINDOW_S,
+    reserve_bytes: int | None = None,
+    stall_full_avg10: float = STALL_FULL_AVG10,
+) -> Forecast:
+    """The forecast for the latest tick in `history` (see the module docstring); `memory` is that tick's."""
+    reserve = int(memory.total * DEFAULT_RESERVE_SHARE) if reserve_bytes is None else max(0, reserve_bytes)
+    ts, vs = _pool_window(history, window_s)
+    slope = sustained_slope(ts, vs, window_s, MIN_RATE_BYTES_PER_S) if len(ts) >= 2 else None
+    headroom = memory.available - reserve
+    if headroom <= 0:
+        eta: float | None = 0.0
+    elif slope is not None and slope > 0:
+        eta = headroom / slope
+    else:
+        eta = None
+    psi = memory.pressure
+    some = psi.some.avg10 if psi is not None and psi.some is not None else None
+    full10 = psi.full.avg10 if psi is not None and psi.full is not None else None
+    full60 = psi.full.avg60 if psi is not None and psi.full is not None else None
+    stalling = full10 is not None and full10 >= stall_full_avg10
+    if stalling:
+        eta = 0.0
+    inside = [h for h in horizons_s if eta is not None and eta <= h]
+    driver, driver_rate = _driver(history, window_s) if (slope or stalling or eta == 0.0) else (None, None)
+    return Forecast(
+        available_bytes=memory.available,
+        reserve_bytes=reserve,
+        rate_bytes_per_s=slope,
+        eta_s=eta,
+        stalling=stalling,
+        psi_some_avg10=some,
+        psi_full_avg10=full10,
+        psi_full_avg60=full60,
+        driver=driver,
+        driver_rate_bytes_per_s=driver_rate,
+        warned_horizon=min(inside) if inside else None,
+    )

@@ -1,0 +1,50 @@
+"""What the last minutes of a recording say: who grew, which line was crossed, how hard memory pressed.
+
+After a freeze and a power cycle the black box is replayed to learn what happened; at its end this is the
+summary the viewer shows ("last 5 min before the recording stopped: ..."). Pure: it reads a History.
+"""
+
+from __future__ import annotations
+
+from sparktop.analysis.history import UNATTRIBUTED, History
+from sparktop.format import fmt_bytes, fmt_duration
+
+TOP = 3
+MIN_GROWTH = 32 * 1024**2  # below this a consumer did not "grow" in any way that matters here
+
+
+def summarize_last_minutes(
+    history: History,
+    safe_bytes: int,
+    max_bytes: int,
+    minutes: float = 5.0,
+    psi_full_peak: float | None = None,
+) -> str | None:
+    """One line about the last `minutes` of `history`; None with fewer than two points."""
+    times, used = history.times(), history.used()
+    if len(times) < 2:
+        return None
+    end = times[-1]
+    start_i = next(i for i, t in enumerate(times) if t >= end - minutes * 60)
+    peak = max(used[start_i:])
+    parts = [f"pool {fmt_bytes(used[start_i])} → {fmt_bytes(used[-1])} (peak {fmt_bytes(peak)})"]
+    growth = []
+    for key in history.known_keys():
+        series = [v for v in history.series(key)[start_i:] if v is not None]
+        if len(series) >= 2 and series[-1] - series[0] >= MIN_GROWTH:
+            growth.append(
+                (series[-1] - series[0], history.label(key) if key != UNATTRIBUTED else "unattributed")
+            )
+    growth.sort(reverse=True)
+    if growth:
+        parts.append("grew: " + ", ".join(f"{label} +{fmt_bytes(delta)}" for delta, label in growth[:TOP]))
+    crossed = [
+        name
+        for name, line in (("safe", safe_bytes), ("aggressive", max_bytes))
+        if used[start_i] < line <= peak
+    ]
+    if crossed:
+        parts.append("crossed the " + " and ".join(crossed) + " line" + ("s" if len(crossed) > 1 else ""))
+    if psi_full_peak is not None:
+        parts.append(f"PSI full peaked at {psi_full_peak:.0f} %")
+    return f"last {fmt_duration(end - times[start_i])} before the recording stopped: " + "; ".join(parts)

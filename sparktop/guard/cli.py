@@ -1,0 +1,143 @@
+"""`sparktop guard [--dry-run]`: the headless service that forecasts exhaustion, warns, keeps the black box
+and — only with a policy in the config file's `[guard]` table — stops what is listed there first."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from sparktop.settings.guard import GuardSettings
+from sparktop.text import visible
+
+EXIT_BAD_INPUT = 3
+
+
+def state_dir() -> Path:
+    from sparktop.settings.files import state_dir as settings_state_dir
+
+    return settings_state_dir()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`sparktop guard`'s arguments (cli.SUBCOMMANDS)."""
+    from sparktop.serve_cli import add_line_arguments, add_source_arguments
+
+    parser.description = (
+        "Forecast memory exhaustion, warn (terminal, system journal, hooks), keep a black-box recording, "
+        "and, only with a policy in the config's [guard] table, stop what is listed there first."
+    )
+    parser.add_argument("--dry-run", action="store_true", help="say what the policy would stop; stop nothing")
+    parser.add_argument("--blackbox-dir", type=Path, metavar="DIR", help="where the black box is kept")
+    parser.add_argument("--no-blackbox", action="store_true", help="do not keep a black-box recording")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: run on)")
+    add_line_arguments(parser)
+    add_source_arguments(parser)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from sparktop.cli import CliParser
+
+    parser = CliParser(prog="sparktop guard")
+    add_arguments(parser)
+    return parser
+
+
+def load_guard_settings(path: Path | None) -> tuple[GuardSettings, list[str]]:
+    """The config file's `[guard]` table, validated like every other setting; one line per problem. A table
+    with a problem is not used: the guard then forecasts, warns and records, and never acts on a policy it
+    could not read."""
+    from sparktop.settings.config import load_config
+
+    config, problems = load_config(path)
+    return config.guard, problems
+
+
+def main(argv: list[str]) -> int:
+    return run(_parser().parse_args(argv))
+
+
+def run(opts: argparse.Namespace) -> int:
+    from sparktop.action_log import ActionLog
+    from sparktop.blackbox import BlackBox
+    from sparktop.collect.controllers import controller_for
+    from sparktop.collect.factory import SourceError, open_source
+    from sparktop.guard.alerts import Alerts
+    from sparktop.guard.service import STATE_FILE, Guard
+    from sparktop.runner import SessionRunner
+    from sparktop.serve_cli import load_lines
+    from sparktop.session import Session
+
+    parser = _parser()  # for its usage errors
+    if opts.duration is not None and not opts.duration > 0:
+        parser.error("--duration must be greater than 0")
+    interval, safe, aggressive, hours = load_lines(parser, opts)
+    settings, problems = load_guard_settings(opts.config)
+    for problem in problems:  # load_lines has printed them; say what a bad [guard] table means here
+        if "guard." in problem or ": guard:" in problem:
+            print(
+                visible(f"sparktop guard: {problem}: the [guard] table is not used (no policy)"),
+                file=sys.stderr,
+            )
+    try:
+        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+    except SourceError as exc:
+        print(f"sparktop guard: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    box = None
+    if settings.blackbox and not opts.no_blackbox:
+        directory = opts.blackbox_dir or (Path(settings.blackbox_dir) if settings.blackbox_dir else None)
+        box = BlackBox(
+            directory or state_dir() / "blackbox",
+            max_bytes=int(settings.blackbox_max_mb * 1024**2),
+            max_age_s=settings.blackbox_max_hours * 3600,
+            fsync_every_s=settings.fsync_s,
+        )
+    demo = getattr(source, "name", "") == "demo"
+    session = Session(safe_bytes=safe, max_bytes=aggressive, history_hours=hours)
+    guard = Guard(
+        settings,
+        session,
+        Alerts(command=settings.command, webhook=settings.webhook, journal=not demo),
+        controller=controller_for(source),
+        # a demo's simulated stops never reach the real action log
+        action_log=None if demo else ActionLog(),
+        blackbox=box,
+        state_path=None if demo else state_dir() / STATE_FILE,
+        dry_run=opts.dry_run,
+    )
+    dry = " (dry run: stops nothing)" if opts.dry_run and settings.armed else ""
+    print(
+        f"sparktop guard: {settings.describe_policy()}{dry}; {getattr(source, 'name', 'live')} source; "
+        f"black box {box.directory if box else 'off'}",
+        flush=True,
+    )
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: object) -> None:
+        stopping.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
+    runner = SessionRunner(
+        source,
+        session,
+        interval,
+        on_snapshot=guard.on_snapshot,
+        on_error=lambda line: print(f"sparktop guard: {line}", file=sys.stderr, flush=True),
+    )
+    runner.start()
+    started = time.monotonic()
+    try:
+        # until a signal, the end of a replayed recording, or --duration
+        while not stopping.wait(0.2) and runner.running:
+            if opts.duration is not None and time.monotonic() - started >= opts.duration:
+                break
+    finally:
+        runner.stop()
+        guard.close()
+        source.close()
+    return 0

@@ -1,0 +1,261 @@
+"""The guard's tick: forecast, warn, record, and — only where the policy says so — stop what is listed.
+
+`Guard.on_snapshot` runs after the session has taken the snapshot in (a `SessionRunner` callback), so the
+forecast sees the same history the dashboard would. What it does each tick:
+
+1. the black box records the snapshot (sparktop/blackbox.py);
+2. the forecast (analysis/forecast.py) is compared with the last one: a nearer horizon, or a stall that
+   started, is a new warning; going back to no warning is said once too;
+3. with an armed policy (a trigger AND a stop list): when MemAvailable is under the floor, or PSI full has
+   stayed at or above its level for the configured seconds, the first listed target present is stopped
+   (containers through the engine, a host process by SIGTERM through a pidfd). `--dry-run` only says what
+   it would stop. After an action nothing else is stopped until the cooldown has passed AND the target has
+   gone (so a second thing is never stopped before the first has freed its memory);
+4. a small state file (guard.json in the state directory) says what the guard sees and did last, for the
+   dashboard.
+Every action goes to the action log with the readings that triggered it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sparktop.action_log import ActionLog
+from sparktop.analysis.forecast import Forecast, forecast
+from sparktop.blackbox import BlackBox
+from sparktop.collect.control import ContainerController, ControlError
+from sparktop.collect.signals import TERM, signal_process
+from sparktop.format import fmt_bytes
+from sparktop.guard.alerts import Alert, Alerts
+from sparktop.guard.policy import Target, find_target
+from sparktop.model import Snapshot
+from sparktop.session import Session
+from sparktop.settings.guard import GuardSettings
+
+STATE_FILE = "guard.json"
+MAX_WAIT_FOR_RELEASE_FACTOR = 5  # after this many cooldowns a target that is still there no longer blocks
+
+
+class Guard:
+    def __init__(
+        self,
+        settings: GuardSettings,
+        session: Session,
+        alerts: Alerts,
+        *,
+        controller: ContainerController | None = None,
+        action_log: ActionLog | None = None,
+        blackbox: BlackBox | None = None,
+        state_path: Path | None = None,
+        dry_run: bool = False,
+        clock: Callable[[], float] = time.time,
+        signaller: Callable[..., None] = signal_process,
+    ) -> None:
+        self.settings = settings
+        self.session = session
+        self.alerts = alerts
+        self.controller = controller
+        self.action_log = action_log
+        self.blackbox = blackbox
+        self.state_path = state_path
+        self.dry_run = dry_run
+        self.clock = clock
+        self.signaller = signaller
+        self.last_forecast: Forecast | None = None
+        self.last_action: Alert | None = None
+        self.actions: list[Alert] = []
+        self._warned: float | None = None  # the horizon last warned about (0: stalling / exhausted)
+        self._psi_since: float | None = None
+        self._acted_at: float | None = None
+        self.acted_on: Target | None = None
+        self._blackbox_problem: str | None = None
+        self._workers: list[threading.Thread] = []
+
+    # -- the tick ------------------------------------------------------------------------------------------
+
+    def on_snapshot(self, snapshot: Snapshot) -> list[Alert]:
+        now = self.clock()
+        sent: list[Alert] = []
+        self._record(snapshot, sent, now)
+        fc = forecast(
+            self.session.history,
+            snapshot.memory,
+            horizons_s=self.settings.horizons_s,
+            window_s=self.settings.window_s,
+            reserve_bytes=self.settings.reserve_bytes,
+        )
+        self.last_forecast = fc
+        self._warn(fc, snapshot, sent, now)
+        if self.settings.armed:
+            self._enforce(snapshot, fc, sent, now)
+        for alert in sent:
+            self.alerts.send(alert)
+        self._write_state(now)
+        return sent
+
+    def _readings(self, snapshot: Snapshot, fc: Forecast) -> dict[str, float | int | str | None]:
+        return {
+            "mem_available_bytes": snapshot.memory.available,
+            "mem_total_bytes": snapshot.memory.total,
+            "psi_some_avg10": fc.psi_some_avg10,
+            "psi_full_avg10": fc.psi_full_avg10,
+            "eta_s": None if fc.eta_s is None else round(fc.eta_s, 1),
+            "driver": fc.driver,
+        }
+
+    def _record(self, snapshot: Snapshot, sent: list[Alert], now: float) -> None:
+        if self.blackbox is None:
+            return
+        self.blackbox.write(snapshot)
+        problem = self.blackbox.problem
+        if problem and problem != self._blackbox_problem:
+            sent.append(Alert("problem", problem, now))
+        self._blackbox_problem = problem
+
+    def _warn(self, fc: Forecast, snapshot: Snapshot, sent: list[Alert], now: float) -> None:
+        level = 0.0 if (fc.stalling or fc.eta_s == 0.0) else fc.warned_horizon
+        if level is not None and (self._warned is None or level < self._warned):
+            sent.append(Alert("warning", fc.message(), now, self._readings(snapshot, fc)))
+        elif level is None and self._warned is not None:
+            sent.append(Alert("clear", fc.message(), now, self._readings(snapshot, fc)))
+        self._warned = level
+
+    # -- the policy ----------------------------------------------------------------------------------------
+
+    def _trigger(self, snapshot: Snapshot, fc: Forecast, now: float) -> str | None:
+        floor = self.settings.floor_bytes
+        if floor is not None and snapshot.memory.available < floor:
+            return f"MemAvailable {fmt_bytes(snapshot.memory.available)} < floor {fmt_bytes(floor)}"
+        level = self.settings.psi_full_level
+        if level is not None and fc.psi_full_avg10 is not None and fc.psi_full_avg10 >= level:
+            if self._psi_since is None:
+                self._psi_since = now
+            held = now - self._psi_since
+            if held >= self.settings.psi_full_seconds:
+                return f"PSI full avg10 {fc.psi_full_avg10:.0f} % ≥ {level:g} % for {held:.0f} s"
+        else:
+            self._psi_since = None
+        return None
+
+    def _cooling_down(self, snapshot: Snapshot, now: float) -> bool:
+        if self._acted_at is None or self.acted_on is None:
+            return False
+        since = now - self._acted_at
+        if since < self.settings.cooldown_s:
+            return True
+        if since >= MAX_WAIT_FOR_RELEASE_FACTOR * max(self.settings.cooldown_s, 12.0):
+            return False
+        return _still_present(self.acted_on, snapshot)  # its memory is not free yet
+
+    def _enforce(self, snapshot: Snapshot, fc: Forecast, sent: list[Alert], now: float) -> None:
+        why = self._trigger(snapshot, fc, now)
+        if why is None or self._cooling_down(snapshot, now):
+            return
+        target = find_target(self.settings.stop, snapshot)
+        if target is None:
+            return
+        readings = self._readings(snapshot, fc) | {"target": target.label, "rule": target.rule}
+        self._acted_at, self.acted_on = now, target
+        if self.dry_run:
+            alert = Alert("dry-run", f"would stop {target.label} ({target.rule}): {why}", now, readings)
+            self._log("guard dry-run stop", target, f"not stopped (dry run): {why}")
+        else:
+            alert = Alert("action", f"stopping {target.label} ({target.rule}): {why}", now, readings)
+            worker = threading.Thread(
+                target=self._stop, args=(target, why), daemon=True, name="sparktop-guard-stop"
+            )
+            worker.start()
+            self._workers.append(worker)
+        self.last_action = alert
+        self.actions.append(alert)
+        sent.append(alert)
+
+    def _stop(self, target: Target, why: str) -> None:
+        try:
+            if target.process is not None:
+                self.signaller(target.process.pid, TERM, target.process.start_ticks)
+                result = f"SIGTERM sent: {why}"
+                action = "guard SIGTERM"
+            else:
+                if self.controller is None:
+                    raise ControlError("no container engine to stop it with")
+                for container in target.containers:
+                    self.controller.stop(container.id, timeout=self.settings.stop_timeout_s)
+                result = f"stopped: {why}"
+                action = "guard stop"
+        except ControlError as exc:
+            action, result = "guard stop", f"failed: {exc}: {why}"
+            self.alerts.send(Alert("problem", f"could not stop {target.label}: {exc}", self.clock()))
+        except Exception as exc:  # an engine that answers nonsense must not kill the guard
+            action, result = "guard stop", f"failed: {type(exc).__name__}: {exc}: {why}"
+            self.alerts.send(Alert("problem", f"could not stop {target.label}: {exc}", self.clock()))
+        self._log(action, target, result)
+
+    def _log(self, action: str, target: Target, result: str) -> None:
+        if self.action_log is None:
+            return
+        problem = self.action_log.append(action, f"{target.label} [{target.rule}]", result)
+        if problem:
+            self.alerts.send(Alert("problem", problem, self.clock()))
+
+    def wait_for_actions(self, timeout: float = 30.0) -> None:
+        for worker in self._workers:
+            worker.join(timeout)
+
+    # -- what the dashboard reads --------------------------------------------------------------------------
+
+    def state(self, now: float) -> dict[str, object]:
+        fc = self.last_forecast
+        last = self.last_action
+        return {
+            "pid": os.getpid(),
+            "updated": now,
+            "dry_run": self.dry_run,
+            "policy": self.settings.describe_policy(),
+            "armed": self.settings.armed,
+            "warning": bool(fc and (fc.warning or fc.stalling)),
+            "forecast": fc.message() if fc else None,
+            "last_action": None
+            if last is None
+            else {"kind": last.kind, "message": last.message, "time": last.time},
+            "blackbox": None
+            if self.blackbox is None
+            else str(self.blackbox.current or self.blackbox.directory),
+            "blackbox_problem": self._blackbox_problem,
+        }
+
+    def _write_state(self, now: float) -> None:
+        if self.state_path is None:
+            return
+        tmp = self.state_path.with_name(f".{self.state_path.name}.{os.getpid()}")
+        try:
+            self.state_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(self.state(now), fh)
+            os.replace(tmp, self.state_path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def close(self) -> None:
+        self.wait_for_actions(timeout=self.settings.stop_timeout_s + 5)
+        if self.blackbox is not None:
+            self.blackbox.close()
+        self.alerts.flush()
+
+
+def _still_present(target: Target, snapshot: Snapshot) -> bool:
+    if target.process is not None:
+        return any(
+            p.pid == target.process.pid and p.start_ticks == target.process.start_ticks
+            for p in snapshot.processes
+        )
+    ids = {c.id for c in target.containers}
+    return any(c.id in ids for c in snapshot.containers)

@@ -1,0 +1,122 @@
+"""The guard against the real private Docker engine: a container that allocates memory in steps, a floor set
+just under this machine's MemAvailable. The guard stops exactly the listed container, not the unlisted one,
+within 2 ticks of the crossing; `--dry-run` stops nothing; the action log says why."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from sparktop.action_log import ActionLog
+from sparktop.collect.docker import DockerController, DockerDiscovery
+from sparktop.collect.sampler import LiveSource
+from sparktop.guard.alerts import Alerts
+from sparktop.guard.service import Guard
+from sparktop.model import GB, GpuReport
+from sparktop.runner import SessionRunner
+from sparktop.session import Session
+from sparktop.settings.guard import GuardSettings, StopRule
+from tests.integration.engine import DockerEngine, unique_name
+
+pytestmark = pytest.mark.docker
+
+STEP_MB = 100
+STEPS = 6
+# Each step writes STEP_MB into the container's /dev/shm (shared memory: MemAvailable falls by as much).
+HOG = (
+    f"sh -c 'i=0; while [ $i -lt {STEPS} ]; do head -c {STEP_MB}000000 /dev/zero > /dev/shm/x$i; "
+    "i=$((i+1)); sleep 0.5; done; sleep 3600'"
+)
+
+
+class NoGpu:
+    def collect(self) -> GpuReport:
+        return GpuReport(available=False, reason="no GPU in the test")
+
+
+def mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no MemAvailable")
+
+
+def run_guard(engine: DockerEngine, docker_run, tmp_path: Path, dry_run: bool):
+    hog_name, bystander_name = unique_name("guard-hog"), unique_name("guard-bystander")
+    bystander = docker_run(bystander_name, "sh -c 'sleep 3600'")
+    # the floor: 250 MB under what is available now, so the hog's third step crosses it
+    floor = mem_available() - 250_000_000
+    settings = GuardSettings(
+        floor_gb=floor / GB,
+        stop=[StopRule(container="no-such-container"), StopRule(container=hog_name)],
+        cooldown_s=30,
+        stop_timeout_s=2,
+        horizons_min=[10, 2],
+    )
+    source = LiveSource(
+        proc_root=Path("/proc"),
+        cgroup_root=Path("/sys/fs/cgroup"),
+        nvml=NoGpu(),
+        docker=DockerDiscovery(base_url=engine.socket_url),
+    )
+    session = Session()
+    log_path = tmp_path / "actions.log"
+    guard = Guard(
+        settings,
+        session,
+        Alerts(journal=False, out=io.StringIO()),
+        controller=DockerController(base_url=engine.socket_url),
+        action_log=ActionLog(log_path),
+        dry_run=dry_run,
+    )
+    runner = SessionRunner(source, session, 0.5, on_snapshot=guard.on_snapshot)
+    hog = docker_run(hog_name, HOG, shm_size=f"{STEP_MB * STEPS + 100}m")
+    crossed_at = acted_at = None
+    try:
+        for tick in range(60):
+            snapshot = runner.tick()
+            assert snapshot is not None, session.stale
+            if crossed_at is None and snapshot.memory.available < floor:
+                crossed_at = tick
+            if acted_at is None and guard.actions:
+                acted_at = tick
+            if acted_at is not None and tick >= acted_at + 2:
+                break
+            time.sleep(0.5)
+        guard.wait_for_actions()
+    finally:
+        guard.close()
+        source.close()
+    return hog, bystander, crossed_at, acted_at, guard, log_path
+
+
+def test_guard_stops_exactly_the_listed_container(docker_engine, docker_run, tmp_path: Path) -> None:
+    hog, bystander, crossed_at, acted_at, guard, log_path = run_guard(
+        docker_engine, docker_run, tmp_path, dry_run=False
+    )
+    assert crossed_at is not None, "MemAvailable never fell under the floor"
+    assert acted_at is not None and acted_at - crossed_at <= 2
+    hog.reload()
+    bystander.reload()
+    assert hog.status == "exited"
+    assert bystander.status == "running"
+    assert [a.kind for a in guard.actions] == ["action"]  # one stop, then the cooldown
+    line = log_path.read_text()
+    assert "guard stop" in line and hog.name in line and "< floor" in line and "stopped" in line
+    assert bystander.name not in line
+
+
+def test_dry_run_stops_nothing_and_says_what_it_would_stop(docker_engine, docker_run, tmp_path: Path) -> None:
+    hog, bystander, crossed_at, acted_at, guard, log_path = run_guard(
+        docker_engine, docker_run, tmp_path, dry_run=True
+    )
+    assert crossed_at is not None and acted_at is not None and acted_at - crossed_at <= 2
+    hog.reload()
+    bystander.reload()
+    assert hog.status == "running" and bystander.status == "running"
+    assert guard.actions[0].kind == "dry-run" and f"would stop {hog.name}" in guard.actions[0].message
+    line = log_path.read_text()
+    assert "guard dry-run stop" in line and hog.name in line and "not stopped (dry run)" in line
