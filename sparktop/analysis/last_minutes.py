@@ -45,6 +45,6 @@ def summarize_last_minutes(
     ]
     if crossed:
         parts.append("crossed the " + " and ".join(crossed) + " line" + ("s" if len(crossed) > 1 else ""))
-    if psi_full_peak is not None:
+    if psi_full_peak is not None and psi_full_peak >= 1.0:  # under 1 % nothing stalled worth saying
         parts.append(f"PSI full peaked at {psi_full_peak:.0f} %")
     return f"last {fmt_duration(end - times[start_i])} before the recording stopped: " + "; ".join(parts)
