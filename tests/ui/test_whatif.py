@@ -401,3 +401,40 @@ async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> Non
     assert code == 2 and data["fit"] == "OOM risk"
     assert data["fit_detail"]["reason"] == tab_reason
     assert data["lines_gb"]["safe"] == pytest.approx(25.3 * 80 / 128, abs=0.01)
+
+
+async def test_the_tab_plans_gpu_memory_against_a_discrete_gpu() -> None:
+    import time
+
+    from sparktop.model import GpuProcess, GpuReport, GpuState, HostMemory, Snapshot
+
+    gpu = GpuState(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        sm_count=132,
+        unified_memory=False,
+        utilization_pct=100.0,
+        memory_total=int(79.6e9),
+        memory_used=int(10.78e9),
+        processes=[GpuProcess(pid=9, used_bytes=int(10.78e9))],
+    )
+    total = int(64e9)
+    snap = Snapshot(
+        timestamp=time.time(),
+        memory=HostMemory(total=total, available=total - int(6e9), free=0),
+        gpu=GpuReport(available=True, gpus=[gpu]),
+        hostname="h100-box",
+    )
+    async with open_whatif() as (_app, pilot, pane):
+        pane.refresh_baseline(snap)
+        assert pane.plan is not None
+        pane.plan.add(kind="training", model="qwen3-0.6b", batch=16, seq_len=1024)
+        pane.set_plan(pane.plan)
+        await pilot.pause()
+        ev = pane.evaluation
+        assert ev is not None and ev.gpu_fit is not None
+        assert ev.gpu_fit.verdict == "won't fit" and ev.fit.verdict == "fits"
+        text = verdict_text(pane)
+        assert "GPU mem  WON'T FIT" in text and "Memory   FITS" in text
+        # the GPU at 100 % is running work that joins the compute verdict, with the device's own SM count
+        assert "running now (pid 9) and sft qwen3-0.6b share the 132 SMs" in text

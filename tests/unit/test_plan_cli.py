@@ -356,3 +356,16 @@ def test_slowdown_and_shared_decode_figures_agree(capsys):
         assert float(alone) / float(shared) == pytest.approx(overlap[name], rel=0.08), name
         if name != "llama3.1:8b":  # the summary quotes the same figures for the big decoders
             assert f"{name} {alone} -> {shared} tok/s" in compute
+
+
+def test_list_understands_kind_and_source_like_the_find_box(capsys):
+    """Issue 12, rough: `kind:training` was advertised (the What-if find box) but `plan --list` took it as a
+    word and matched nothing."""
+    assert main(["--list", "kind:training", "--no-discover"]) == 0
+    out = capsys.readouterr().out
+    rows = out.splitlines()[1:]
+    assert rows and all(row.split()[1] == "training" for row in rows)
+    assert any(row.startswith("ssd-tetris ") for row in rows)
+    main(["--list", "whisper kind:sp source:ref", "--no-discover"])
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split()[:2] for row in rows] == [["faster-whisper-large-v3", "speech"]]
