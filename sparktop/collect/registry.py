@@ -35,7 +35,7 @@ ADD_ONS: tuple[AddOn, ...] = (
 )
 
 # One line per simulated collector the demo source runs (deterministic: it reads only the snapshot).
-DEMO_ADD_ONS: tuple[AddOn, ...] = (AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),)
+DEMO_ADD_ONS: tuple[AddOn, ...] = ()
 
 
 class Guarded(Generic[T]):
