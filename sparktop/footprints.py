@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparktop.analysis.accounting import process_key
-from sparktop.model import ServiceReport, Snapshot
+from sparktop.model import ServiceReport, Snapshot, process_key
 from sparktop.text import one_line
 
 FILENAME = "footprints.sqlite3"
@@ -58,7 +57,6 @@ class Footprint:
     peak_bytes: int
     peak_at: float
     last_seen: float
-
 
 
 class FootprintStore:

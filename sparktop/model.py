@@ -160,6 +160,13 @@ class ProcessInfo(_Model):
         return self.pss if self.pss is not None and not self.pss_stale else self.rss
 
 
+def process_key(proc: ProcessInfo) -> str:
+    """A process's consumer key, stable across ticks. The start time keeps a reused PID from inheriting
+    another process's history. Here, with the data, so collectors and analysis name consumers alike."""
+    start = int(proc.start_time) if proc.start_time is not None else 0
+    return f"process:{proc.pid}:{start}"
+
+
 class CgroupMemory(_Model):
     """A cgroup's own memory files (v1 or v2). CUDA allocations on GB10 do not show here."""
 

@@ -19,15 +19,10 @@ from sparktop.model import (
     HostMemory,
     ProcessInfo,
     Snapshot,
+    process_key,
 )
 
 TOP_HOST_PROCESSES = 8
-
-
-def process_key(proc: ProcessInfo) -> str:
-    # The start time keeps a reused PID from inheriting another process's history.
-    start = int(proc.start_time) if proc.start_time is not None else 0
-    return f"process:{proc.pid}:{start}"
 
 
 def _process_cpu_bytes(proc: ProcessInfo) -> int:

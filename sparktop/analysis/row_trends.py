@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from sparktop.analysis.accounting import process_key
 from sparktop.analysis.trend import slope_per_s
-from sparktop.model import ProcessInfo, Snapshot
+from sparktop.model import ProcessInfo, Snapshot, process_key
 
 
 def process_gpu(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int | None:

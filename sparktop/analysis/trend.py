@@ -133,7 +133,6 @@ def slope_per_s(ts: list[float], vs: list[int]) -> float | None:
     return fit.slope if fit else None
 
 
-
 def rate_per_min(history: History, key: str, window_s: float = 300) -> float | None:
     """`key`'s least-squares growth in bytes per minute over the last `window_s`; None with too few points."""
     ts, vs = history.window(key, window_s)
@@ -225,6 +224,7 @@ def _is_fast(ts: list[float], vs: list[int]) -> _Fit | None:
     if vs[-1] <= max(vs[:-1]):  # it stopped: no longer fast growth
         return None
     return fit
+
 
 def sustained_slope(
     ts: list[float], vs: list[int], window_s: float, min_rate_bytes_per_s: float

@@ -1,9 +1,9 @@
 """What the exporter serves: the latest analysed state of one node, published by a sampling thread.
 
 The sampling loop is the only thing that touches the machine (`source.sample()` once per interval). It
-analyses each snapshot (accounting, pressure, creep) and publishes one immutable `NodeState` by swapping a
-reference, so an HTTP scrape only reads the last published state: a scrape never collects, and any number of
-scrapes cannot slow the tick down beyond the CPU they take.
+analyses each snapshot through a `Session` (accounting, pressure, creep: as the dashboard does) and
+publishes one immutable `NodeState` by swapping a reference, so an HTTP scrape only reads the last published
+state: a scrape never collects, and any number of scrapes cannot slow the tick down beyond the CPU they take.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sparktop.analysis.accounting import account
 from sparktop.analysis.history import History
-from sparktop.analysis.pressure import PressureAssessment, PressureTracker
-from sparktop.analysis.trend import CreepAlert, detect_creep
+from sparktop.analysis.pressure import PressureAssessment
+from sparktop.analysis.trend import CreepAlert
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.model import Snapshot
+from sparktop.session import Session
 from sparktop.text import json_visible
-
-CREEP_WINDOW_S = 300.0
 
 
 def stale_after_s(interval: float | None) -> float:
@@ -73,8 +71,8 @@ class SamplingLoop:
         self.safe_bytes = safe_bytes
         self.max_bytes = max_bytes
         self.clock = clock
-        self.history = History(max_age_s=history_hours * 3600)
-        self.pressure = PressureTracker()
+        # The same analysis as the dashboard's (accounting, history, pressure, creep): one Session.
+        self.session = Session(safe_bytes, max_bytes, history_hours=history_hours, clock=clock)
         self.latest: NodeState | None = None
         self.last_error: str | None = None
         self.ended = False
@@ -107,21 +105,18 @@ class SamplingLoop:
         self.latest = state  # one reference swap: readers see the old or the new state, never a mix
         return state
 
+    @property
+    def history(self) -> History:
+        return self.session.history
+
     def _analyse(self, snapshot: Snapshot) -> NodeState:
-        if snapshot.accounting is None:
-            snapshot.accounting = account(
-                snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers
-            )
-        self.history.add(snapshot)
-        assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
-        creep = detect_creep(
-            self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, CREEP_WINDOW_S
-        )
+        self.session.ingest(snapshot)
+        assert self.session.assessment is not None  # set by every ingest
         self._sequence += 1
         return NodeState(
             snapshot=snapshot,
-            assessment=assessment,
-            creep=creep,
+            assessment=self.session.assessment,
+            creep=list(self.session.creep),
             safe_bytes=self.safe_bytes,
             max_bytes=self.max_bytes,
             received_at=self.clock(),

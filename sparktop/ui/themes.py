@@ -30,6 +30,7 @@ from sparktop.settings.theme import PALETTE_KEYS, ThemeChecks, read_theme
 
 DEFAULT_THEME = "sparktop-dark"
 
+
 class ThemeError(ValueError):
     """One readable line: which file, which key, what is wrong."""
 

@@ -524,7 +524,7 @@ def test_a_process_that_grew_since_its_pss_was_read_counts_its_fresh_rss() -> No
     import subprocess
     import sys
 
-    from sparktop.analysis.accounting import process_key
+    from sparktop.model import process_key
 
     child = subprocess.Popen(
         [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

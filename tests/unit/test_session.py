@@ -67,7 +67,7 @@ def test_history_pressure_creep_trends_and_series_follow_every_sample() -> None:
     rate = session.rate_per_min(f"container:{train.id}")
     assert rate is not None and 0.8 * GB < rate < 2.0 * GB  # the demo's run creeps ~1.3 GB/min
     pid = next(p for p in session.latest.processes if p.container_id == train.id and p.gpu_bytes)  # type: ignore[union-attr]
-    from sparktop.analysis.accounting import process_key
+    from sparktop.model import process_key
 
     assert session.process_rate_per_min(process_key(pid)) is not None
     gpu = session.latest.gpu.gpus[0]  # type: ignore[union-attr]

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from sparktop.analysis.accounting import process_key
 from sparktop.collect.servers.discovery import (
     SERVERS,
     Endpoint,
@@ -26,7 +25,7 @@ from sparktop.collect.servers.discovery import (
 )
 from sparktop.collect.servers.http import ServerError
 from sparktop.collect.servers.reading import Reading
-from sparktop.model import ServiceReport, Snapshot
+from sparktop.model import ServiceReport, Snapshot, process_key
 
 NAME = "servers"
 OWNER_REFRESH_S = 10.0

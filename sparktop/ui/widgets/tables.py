@@ -18,11 +18,10 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.widgets import DataTable
 
-from sparktop.analysis.accounting import process_key
 from sparktop.analysis.row_trends import process_gpu, process_total
 from sparktop.collect.controllers import foreign_engine
 from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in, unit_name
-from sparktop.model import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.model import ContainerInfo, ProcessInfo, Snapshot, process_key
 from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
 
 T = TypeVar("T")

@@ -1,0 +1,94 @@
+"""The house's layers (DESIGN.md §3), checked on the source itself: data flows one way, sources → snapshot →
+analysis → session → views, and only `sparktop/ui/` may use Textual.
+
+- static: every `import sparktop.X` in every module (at module level or inside a function) is read with `ast`
+  and checked against the layer rules below;
+- at run time: a fresh interpreter imports every module outside `ui/` and must not have loaded Textual."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "sparktop"
+
+# For each layer (a module path prefix), the sparktop layers it must never import.
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "sparktop.model": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
+    "sparktop.text": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
+    "sparktop.format": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
+    "sparktop.settings": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
+    "sparktop.collect": (
+        "sparktop.analysis", "sparktop.session", "sparktop.runner", "sparktop.ui", "sparktop.plan",
+        "sparktop.guard", "sparktop.exporter", "sparktop.cluster", "sparktop.cli",
+    ),
+    "sparktop.analysis": (
+        "sparktop.session", "sparktop.runner", "sparktop.ui", "sparktop.guard", "sparktop.exporter",
+        "sparktop.cluster", "sparktop.cli",
+    ),
+    "sparktop.session": ("sparktop.ui", "sparktop.guard", "sparktop.exporter", "sparktop.cli"),
+    "sparktop.runner": ("sparktop.ui", "sparktop.guard", "sparktop.exporter", "sparktop.cli"),
+    "sparktop.plan": ("sparktop.ui", "sparktop.session", "sparktop.cli"),
+    "sparktop.catalog": ("sparktop.ui", "sparktop.session", "sparktop.cli"),
+    "sparktop.guard": ("sparktop.ui",),
+    "sparktop.exporter": ("sparktop.ui",),
+    "sparktop.cluster": ("sparktop.ui",),
+    "sparktop.footprints": ("sparktop.ui", "sparktop.session"),
+    "sparktop.blackbox": ("sparktop.ui", "sparktop.session"),
+}  # fmt: skip
+# The entry points that start a Textual app (imported lazily, inside the function that runs it).
+MAY_IMPORT_UI = ("sparktop.ui", "sparktop.cli", "sparktop.web_cli")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> list[tuple[str, Path]]:
+    return sorted((module_name(p), p) for p in PACKAGE.rglob("*.py"))
+
+
+def imported(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+@pytest.mark.parametrize("name,path", modules(), ids=[m for m, _ in modules()])
+def test_no_module_imports_a_higher_layer(name: str, path: Path) -> None:
+    found = imported(path)
+    for layer, forbidden in FORBIDDEN.items():
+        if within(name, layer):
+            bad = sorted(i for i in found for f in forbidden if within(i, f))
+            assert not bad, f"{name} ({layer}) imports {bad}"
+    if not any(within(name, allowed) for allowed in MAY_IMPORT_UI):
+        textual = sorted(i for i in found if within(i, "textual") or within(i, "sparktop.ui"))
+        assert not textual, f"{name} imports {textual}: only sparktop/ui/ may use Textual"
+
+
+def test_importing_everything_outside_ui_does_not_load_textual() -> None:
+    names = [m for m, _ in modules() if not any(within(m, a) for a in MAY_IMPORT_UI)]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(len(loaded)); print(loaded[:5])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    count, sample = out.stdout.splitlines()[:2]
+    assert count == "0", f"Textual was loaded by a module outside ui/: {sample}"
