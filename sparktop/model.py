@@ -182,9 +182,12 @@ class CgroupMemory(_Model):
     pressure: Pressure | None = None
 
 
+ContainerRuntime = Literal["docker", "podman", "kubernetes", "containerd", "unknown"]
+
+
 class ContainerInfo(_Model):
     id: str
-    runtime: Literal["docker", "podman", "kubernetes", "containerd", "unknown"] = "docker"
+    runtime: ContainerRuntime = "docker"
     name: VisibleStr | None = None
     image: VisibleStr | None = None
     status: VisibleStr | None = None

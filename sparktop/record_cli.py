@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from sparktop.settings.config import INTERVAL_RANGE, finite_between
+from sparktop.settings.config import INTERVAL_RANGE, finite_check
 from sparktop.settings.files import SettingsError
 
 
@@ -30,13 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
 
 
-_INTERVAL = finite_between(*INTERVAL_RANGE, "seconds").func
-_DURATION = finite_between(0, 10 * 365 * 86400, "seconds", low_open=True).func
+_INTERVAL = finite_check(*INTERVAL_RANGE, "seconds")
+_DURATION = finite_check(0, 10 * 365 * 86400, "seconds", low_open=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from sparktop.collect.factory import SourceError, open_source
-    from sparktop.collect.replay import record
+    from sparktop.collect.replay import RecordMode, record
     from sparktop.session import IngestingSource, Session
 
     for flag, check, value in (
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"sparktop record: {SettingsError(None, None, flag, str(exc))}", file=sys.stderr)
             return 3
-    mode = "append" if args.append else "overwrite" if args.overwrite else "new"
+    mode: RecordMode = "append" if args.append else "overwrite" if args.overwrite else "new"
     try:
         source = open_source(demo=args.demo, replay=args.replay, seed=args.seed)
     except SourceError as exc:

@@ -38,7 +38,7 @@ class SessionRunner:
         source: SnapshotSource,
         session: Session,
         interval: float = 1.0,
-        on_snapshot: Callable[[Snapshot], None] | None = None,
+        on_snapshot: Callable[[Snapshot], object] | None = None,  # its return value is not used
         on_error: Callable[[str], None] | None = None,
         *,
         monotonic: Callable[[], float] = time.monotonic,

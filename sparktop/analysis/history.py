@@ -151,7 +151,7 @@ class History:
         # The plan: (False, a, b) copies a stretch of points that stay as they are, (True, a, b) folds a run.
         plan: list[tuple[bool, int, int]] = []
         start = 0
-        current = bucket(times[0])
+        current: tuple[float, int] | None = bucket(times[0])
         for i in range(1, end + 1):
             b = bucket(times[i]) if i < end else None
             if b == current:

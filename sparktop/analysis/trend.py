@@ -185,9 +185,9 @@ def _max_drawdown(vs: list[int], smooth: bool = True) -> float:
     worst = 0.0
     acc = sum(vs[:k])
     for i in range(k, len(vs) + 1):
-        smooth = acc / k
-        peak = max(peak, smooth)
-        worst = max(worst, peak - smooth)
+        mean = acc / k
+        peak = max(peak, mean)
+        worst = max(worst, peak - mean)
         if i < len(vs):
             acc += vs[i] - vs[i - k]
     return worst

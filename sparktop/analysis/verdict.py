@@ -344,11 +344,11 @@ def compute_verdict(
         )
     elif heavy_groups and len(inter_groups) >= 2:
         heavy = heavy_groups[0]
-        others = [g.label for g in inter_groups if g is not heavy]
+        other_labels = [g.label for g in inter_groups if g is not heavy]
         worst_overlap = max((overlap.get(load.name, 1.0) for load in heavy.loads), default=1.0)
         flag(
             CAREFUL,
-            f"{heavy.label} competes with {_names(others)} for the GPU: avoid simultaneous inference "
+            f"{heavy.label} competes with {_names(other_labels)} for the GPU: avoid simultaneous inference "
             f"(about {worst_overlap:.1f}x slower while they overlap)",
         )
 

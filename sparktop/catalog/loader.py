@@ -26,6 +26,7 @@ User catalog format (the same tables as the built-in files):
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import math
 import os
@@ -309,7 +310,7 @@ class Catalog:
         found = self._model_index.get(name_key(name))
         return self.models[found] if found else None
 
-    def model_names(self) -> list[str]:
+    def model_names(self) -> builtins.list[str]:  # `list` here is the method above
         return list(self.models)
 
     def quant(self, name: str) -> Quant | None:
@@ -363,7 +364,7 @@ class Catalog:
 
     def validate_params(
         self, raw: Mapping[str, Any], ignore: Iterable[str] = ()
-    ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    ) -> tuple[dict[str, Any], builtins.list[tuple[str, str]]]:
         """Parameter values from a file or a form: canonical keys, checked values, and (field, message) for
         each problem. `kind = "vllm"` is read as kind inference, engine vllm."""
         out: dict[str, Any] = {}
@@ -641,7 +642,8 @@ def _add_local(cat: Catalog, models: Iterable[disc.LocalModel]) -> None:
     engines = {"ollama": "ollama", "hf": "other", "gguf": "llama.cpp"}
     for lm in models:
         source = f"local:{lm.source}"
-        quant = cat.quant(lm.quant).name if lm.quant and cat.quant(lm.quant) else None
+        known = cat.quant(lm.quant) if lm.quant else None
+        quant = known.name if known else None
         fields_: dict[str, Any] = {"kind": "inference", "engine": engines.get(lm.source, "other")}
         if lm.source == "hf" and lm.path.endswith(".gguf"):
             fields_["engine"] = "llama.cpp"
@@ -717,7 +719,7 @@ def load_catalog(
             cat.files.append(str(user_path))
             user, problems = read_catalog_file(user_data, str(user_path), text)
             cat.errors += [str(p) for p in problems]
-    settings, skip = DiscoverySettings(), set()
+    settings, skip = DiscoverySettings(), set[str]()
     if user_src is not None:
         _load_quants(user_src, user.model_dump())
         _load_models(user_src, user.model_dump(), "user")

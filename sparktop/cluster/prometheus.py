@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections import defaultdict
-from typing import Any
+from typing import Any, TypeGuard
 
 from sparktop.cluster.http import FetchError, base_url, fetch
 from sparktop.cluster.model import ClusterError, ConsumerLine, CreepLine, GpuLine, NodeView
@@ -22,6 +22,7 @@ from sparktop.model import (
     SNAPSHOT_VERSION,
     Accounting,
     Consumer,
+    ConsumerKind,
     DockerStatus,
     GpuReport,
     GpuState,
@@ -212,6 +213,14 @@ def _gpus(series: dict[str, Series]) -> list[tuple[GpuLine, dict[str, Any]]]:
     ]
 
 
+_PART_KINDS: tuple[ConsumerKind, ...] = ("container", "process", "host-other", "gpu-unexplained")
+
+
+def _is_part_kind(kind: str) -> TypeGuard[ConsumerKind]:
+    """A kind the node's bar draws as a part (the rest is `unattributed`); the labels come off the wire."""
+    return kind in _PART_KINDS
+
+
 def _snapshot(
     view: NodeView, series: dict[str, Series], consumers: list[ConsumerLine], gpus: list[tuple[GpuLine, dict]]
 ) -> Snapshot:
@@ -223,11 +232,11 @@ def _snapshot(
             key=f"{c.kind}:{c.label}",
             label=c.label,
             kind=c.kind,
-            cpu_bytes=c.cpu_bytes,  # type: ignore[arg-type]
+            cpu_bytes=c.cpu_bytes,
             gpu_bytes=c.gpu_bytes,
         )
         for c in consumers
-        if c.kind in ("container", "process", "host-other", "gpu-unexplained")
+        if _is_part_kind(c.kind)
     ]
     unattributed = (
         view.unattributed if view.unattributed is not None else view.used - sum(c.total for c in parts)

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktop.collect.procfs import read_pressure, read_text
-from sparktop.model import CgroupMemory
+from sparktop.model import CgroupMemory, ContainerRuntime
 
 __all__ = ["CgroupFS", "CgroupMatch", "container_from_cgroup", "match_cgroup", "match_cgroup_path"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # A unit or cgroup named after the container; ".mount" units and "*-conmon-<id>" scopes do not match.
 _SCOPE = re.compile(r"(docker|libpod|cri-containerd|crio|nerdctl)-([0-9a-f]{64})(?:\.scope)?")
-_SCOPE_RUNTIME = {
+_SCOPE_RUNTIME: dict[str, ContainerRuntime] = {
     "docker": "docker",
     "libpod": "podman",
     "cri-containerd": "containerd",
@@ -42,14 +42,18 @@ _SCOPE_RUNTIME = {
     "crio": "kubernetes",
 }
 # Parents whose bare 64-hex children are containers (cgroupfs drivers).
-_HEX_PARENT_RUNTIME = {"docker": "docker", "moby": "docker", "libpod_parent": "podman"}
+_HEX_PARENT_RUNTIME: dict[str, ContainerRuntime] = {
+    "docker": "docker",
+    "moby": "docker",
+    "libpod_parent": "podman",
+}
 
 # v1 memory.limit_in_bytes for "no limit" is PAGE_COUNTER_MAX pages (0x7FFFFFFFFFFFF000 with 4 KiB pages,
 # less with 64 KiB pages): anything this big means unlimited.
 _V1_UNLIMITED = 1 << 62
 
 
-def match_cgroup_path(path: str) -> tuple[str, str, str] | None:
+def match_cgroup_path(path: str) -> tuple[ContainerRuntime, str, str] | None:
     """(runtime, container id, the container's own cgroup path) for one cgroup path, or None."""
     segments = path.split("/")
     kube = False
@@ -59,7 +63,7 @@ def match_cgroup_path(path: str) -> tuple[str, str, str] | None:
         if seg.startswith("kubepods"):
             kube = True
             continue
-        runtime = None
+        runtime: ContainerRuntime | None = None
         m = _SCOPE.fullmatch(seg)
         if m:
             runtime, cid = _SCOPE_RUNTIME[m.group(1)], m.group(2)
@@ -81,7 +85,7 @@ class CgroupMatch:
     `unified_path` is the container's cgroup from the v2 (`0::`) line, `memory_path` from the v1 memory
     controller line; either is None when that line does not name the container (or is absent)."""
 
-    runtime: str
+    runtime: ContainerRuntime
     container_id: str
     unified_path: str | None = None
     memory_path: str | None = None
@@ -112,7 +116,7 @@ def match_cgroup(text: str) -> CgroupMatch | None:
     return CgroupMatch(runtime, cid, unified, memory)
 
 
-def container_from_cgroup(text: str) -> tuple[str, str] | None:
+def container_from_cgroup(text: str) -> tuple[ContainerRuntime, str] | None:
     """(runtime, container id) from the content of `/proc/PID/cgroup`, or None for a host process."""
     m = match_cgroup(text)
     return (m.runtime, m.container_id) if m else None
@@ -250,17 +254,19 @@ class CgroupFS:
             pressure=pressure,
         )
 
-    def container_cgroups(self) -> dict[str, tuple[str, str]]:
+    def container_cgroups(self) -> dict[str, tuple[ContainerRuntime, str]]:
         """container id -> (runtime, cgroup path) for every container cgroup in the known places, so that
         containers with no visible process still appear. Lists only those directories."""
-        found: dict[str, tuple[str, str]] = {}
+        found: dict[str, tuple[ContainerRuntime, str]] = {}
         if self.version is None:
             return found
         for pattern in _CONTAINER_DIRS:
             self._walk(self._mem_root, "", pattern, found)
         return found
 
-    def _walk(self, base: str, rel: str, pattern: tuple[str, ...], found: dict[str, tuple[str, str]]) -> None:
+    def _walk(
+        self, base: str, rel: str, pattern: tuple[str, ...], found: dict[str, tuple[ContainerRuntime, str]]
+    ) -> None:
         head, rest = pattern[0], pattern[1:]
         if not any(c in head for c in "*?["):
             if rest and os.path.isdir(base + rel + "/" + head):

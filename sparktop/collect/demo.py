@@ -19,7 +19,7 @@ import random
 import re
 import threading
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypedDict
 
 from sparktop.collect.base import Collector
 from sparktop.collect.control import ControlError, StopTimeout
@@ -75,6 +75,15 @@ STOP_DELAY_S = 2.0  # how long a well-behaved container takes to exit after SIGT
 GB10_UNSUPPORTED = unified_unsupported(GPU_NAME)
 
 Activity = Literal["steady", "bursty", "pipeline", "idle"]
+
+
+class _ServiceCommon(TypedDict):
+    """The fields every simulated model server's ServiceReport shares."""
+
+    collector: str
+    endpoint: str
+    owner: str
+    checked_at: float
 
 
 # --- scenario description -----------------------------------------------------------------------------
@@ -895,9 +904,9 @@ class DemoSource:
         self._psi_full.advance(target * 0.62, dt)
 
         util = min(100.0, util)
-        gpu = self._gpu_state(t, util, gpu_procs)
+        gpu_state = self._gpu_state(t, util, gpu_procs)
 
-        memory = HostMemory(
+        host_memory = HostMemory(
             total=MEM_TOTAL,
             available=available,
             free=free,
@@ -911,13 +920,13 @@ class DemoSource:
             cpu_percent=round(min(100.0, host_cpu / CPU_COUNT), 1),
             cpu_count=CPU_COUNT,
         )
-        gpu_report = GpuReport(available=True, driver_version=DRIVER_VERSION, gpus=[gpu])
+        gpu_report = GpuReport(available=True, driver_version=DRIVER_VERSION, gpus=[gpu_state])
         processes.sort(key=lambda p: p.pid)
         return Snapshot(
             timestamp=t,
             source="demo",
             hostname=DISCRETE_HOSTNAME if self._spec.discrete else HOSTNAME,
-            memory=memory,
+            memory=host_memory,
             gpu=gpu_report,
             processes=processes,
             containers=containers,
@@ -929,7 +938,7 @@ class DemoSource:
         """What the container's model server would answer: Ollama's /api/ps or vLLM's /metrics, from the
         simulated memory (no random draws, so the other figures of a scenario do not move)."""
         spec = c.spec
-        common = {
+        common: _ServiceCommon = {
             "collector": "servers",
             "endpoint": f"http://127.0.0.1:{spec.port}",
             "owner": f"container:{c.id}",

@@ -138,7 +138,8 @@ def _name(attrs: dict[str, Any]) -> str | None:
     names = [n for n in attrs.get("Names") or [] if isinstance(n, str)]
     # Legacy links add "/other/alias" entries: the container's own name has a single leading slash.
     own = [n for n in names if n.count("/") <= 1]
-    pick = (own or names or [None])[0]
+    candidates = own or names
+    pick = candidates[0] if candidates else None
     return pick.lstrip("/") if pick else None
 
 

@@ -22,12 +22,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sparktop.model import GpuProcess, GpuReport, GpuState
 
 # Metrics that mean nothing on a unified-memory GPU: never read there, listed in `unsupported` instead.
 HIDDEN_ON_UNIFIED = ("fan_speed", "power_limit", "memory_clock", "memory_utilization", "pcie")
+
+# The two process lists NVML keeps (GpuProcess.kind, the infix of its nvmlDeviceGet*RunningProcesses call).
+_PROCESS_LISTS: tuple[tuple[Literal["compute", "graphics"], str], ...] = (
+    ("compute", "Compute"),
+    ("graphics", "Graphics"),
+)
 
 # CUDA cores per SM by compute capability major version (Volta/Turing/A100: 64; consumer Ampere, Ada,
 # Hopper, Blackwell: 128). 8.0 (A100) is the exception of its major version.
@@ -286,7 +292,7 @@ class NvmlCollector:
                 getattr(nv, f"nvmlDeviceGet{title}RunningProcesses", None),
                 getattr(nv, f"nvmlDeviceGet{title}RunningProcesses_v2", None),
             )
-            for kind, title in (("compute", "Compute"), ("graphics", "Graphics"))
+            for kind, title in _PROCESS_LISTS
         ]
         by_pid: dict[int, GpuProcess] = {}
         for kind, fn, older in lists:

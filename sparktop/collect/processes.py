@@ -158,6 +158,7 @@ class ProcessScanner:
                 if not known:
                     comm = stat[lpar + 1 : rpar].decode("utf-8", "replace")
                     info = self._read_static(base, comm, start_ticks, bool(flags & _PF_KTHREAD))
+                assert info is not None  # known means it was in old_static
             except (OSError, ValueError, IndexError):
                 continue  # gone mid-scan, unreadable, or garbage: skip it this tick
             static[pid] = info

@@ -111,7 +111,7 @@ def parse_meminfo(text: str, source: str = "/proc/meminfo", notes: list[str] | N
         values["available"] = min(values["total"], max(values["free"], estimate))
         if notes is not None:
             notes.append(f"{source}: no MemAvailable (kernel older than 3.14?): available is estimated")
-    return HostMemory(**values)
+    return HostMemory.model_validate(values)
 
 
 def read_meminfo(proc_root: Path = Path("/proc"), notes: list[str] | None = None) -> HostMemory:

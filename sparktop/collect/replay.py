@@ -338,6 +338,7 @@ class Recorder:
             else self._raw
         )
         if needs_newline:  # the last recording was cut off mid-line: do not glue the next one onto it
+            assert self._file is not None  # just opened above
             self._file.write(b"\n")
 
     def _ends_with_newline(self) -> bool:

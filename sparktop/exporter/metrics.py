@@ -171,12 +171,12 @@ def render(state: NodeState, age_s: float | None, interval_s: float) -> Iterator
                 f"PSI memory '{kind}': share of time tasks stalled on memory, averaged over the window",
                 ["host", "window"],
             )
-            for window, value in (
+            for window, avg in (
                 ("10s", psi_line.avg10),
                 ("60s", psi_line.avg60),
                 ("300s", psi_line.avg300),
             ):
-                ratio.add_metric([host, window], value / 100)
+                ratio.add_metric([host, window], avg / 100)
             yield ratio
             stalled = CounterMetricFamily(
                 f"sparktop_psi_memory_{kind}_stall_seconds",
@@ -200,15 +200,15 @@ def render(state: NodeState, age_s: float | None, interval_s: float) -> Iterator
         ["host", "consumer", "line"],
     )
     for alert in state.creep:
-        consumer = plain(alert.label)
-        rate.add_metric([host, consumer], alert.rate_bytes_per_s)
+        label = plain(alert.label)
+        rate.add_metric([host, label], alert.rate_bytes_per_s)
         for line, seconds in (
             ("safe", alert.eta_safe_s),
             ("aggressive", alert.eta_aggressive_s),
             ("pool", alert.eta_pool_s),
         ):
             if seconds is not None:
-                eta.add_metric([host, consumer, line], seconds)
+                eta.add_metric([host, label, line], seconds)
     yield rate
     yield eta
 

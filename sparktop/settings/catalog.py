@@ -132,7 +132,9 @@ def _keeping_good(
     model: type[BaseModel], data: dict[str, Any], file: str, lines: KeyLines, prefix: tuple[str, ...] = ()
 ) -> tuple[Any, list[SettingsError], set[str]]:
     """`model` from `data` with each refused top-level key dropped; (value, problems, dropped keys)."""
-    data, problems, dropped = dict(data), [], set()
+    data = dict(data)
+    problems: list[SettingsError] = []
+    dropped: set[str] = set()
     while True:
         try:
             return model.model_validate(data), problems, dropped

@@ -10,7 +10,7 @@ default, so a typo never stops the dashboard. A bad flag is refused (exit 3) wit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -45,6 +45,13 @@ HISTORY_HOURS_RANGE = (0.0, 48.0)
 
 def finite_between(low: float, high: float, unit: str = "", *, low_open: bool = False) -> AfterValidator:
     """A check for a number in [low, high] ((low, high] with low_open), never nan or inf, in plain words."""
+    return AfterValidator(finite_check(low, high, unit, low_open=low_open))
+
+
+def finite_check(
+    low: float, high: float, unit: str = "", *, low_open: bool = False
+) -> Callable[[float], float]:
+    """finite_between's check as a plain function (for a command-line flag): raises ValueError."""
     suffix = f" {unit}" if unit else ""
 
     def check(value: float) -> float:
@@ -56,7 +63,7 @@ def finite_between(low: float, high: float, unit: str = "", *, low_open: bool = 
             raise ValueError(f"must be {lower} and at most {high:g}{suffix}, not {value:g}")
         return float(value)
 
-    return AfterValidator(check)
+    return check
 
 
 def _columns(allowed: tuple[str, ...]) -> AfterValidator:

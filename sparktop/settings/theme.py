@@ -107,9 +107,6 @@ class ThemeFile(BaseModel):
     def palette_overrides(self) -> dict[str, Any]:
         return {k: (tuple(v) if isinstance(v, list) else v) for k, v in self.sparktop if v is not None}
 
-    def theme_colors(self) -> dict[str, str]:
-        return {k: v for k, v in self.colors if v is not None}
-
 
 _WORDS = {
     "string_pattern_mismatch": "must be a plain name (letters, digits, - _ .)",

@@ -28,6 +28,7 @@ from textual.content import Content
 from textual.events import Resize
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
@@ -169,7 +170,7 @@ class SparktopApp(App[None]):
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
         self._polling = False
-        self._timer = None
+        self._timer: Timer | None = None
         self._chart_drawn_at: float | None = None
         self._chart_labels: tuple[str, ...] = ()
         self.stops = StopActions(

@@ -380,9 +380,9 @@ class ClusterApp(App[None]):
         container = self.query_one("#nodes", NodeRow)
         cards = {card.node.name: card for card in container.query(NodeCard)}
         self.nodes = {node.name: node for node in nodes}
-        for name, card in cards.items():
+        for name, gone in cards.items():
             if name not in self.nodes:
-                card.remove()
+                gone.remove()
         for node in nodes:
             card = cards.get(node.name)
             if card is None:
@@ -394,13 +394,13 @@ class ClusterApp(App[None]):
             if first is not None:
                 first.focus()
         if isinstance(self.screen, NodeDetailScreen):
-            node = self.nodes.get(self.screen.node_name)
-            if node is not None:
-                self.screen.show(node, self.config, self.palette)
+            shown = self.nodes.get(self.screen.node_name)
+            if shown is not None:
+                self.screen.show(shown, self.config, self.palette)
         elif isinstance(self.screen, NodeWhatIfScreen):
-            node = self.nodes.get(self.screen.node_name)
-            if node is not None and node.snapshot is not None:
-                self.screen.query_one(WhatIfPane).refresh_baseline(node.snapshot)
+            shown = self.nodes.get(self.screen.node_name)
+            if shown is not None and shown.snapshot is not None:
+                self.screen.query_one(WhatIfPane).refresh_baseline(shown.snapshot)
 
     def _show_status(self) -> None:
         text = Text.assemble(("sparktop cluster", "bold"), f" · {self.cluster.description}", " · ")

@@ -17,9 +17,10 @@ import signal as _signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from signal import Signals
 from typing import Any, Literal, Protocol, TypeVar
 
-from textual.app import App
+from textual.notifications import SeverityLevel
 
 from sparktop.action_log import ActionLog
 from sparktop.collect import signals
@@ -50,13 +51,39 @@ GONE_WAIT_SNAPSHOTS = 10
 
 Phase = Literal["stopping", "killing", "timeout", "stopped"]
 Row = ContainerInfo | ProcessInfo | None
-RowT = TypeVar("RowT")
+
+
+class _TableRow(Protocol):
+    """A table row (sparktop.ui.widgets.tables.Row): its cells' values and styles by column."""
+
+    values: dict[str, Any]
+    styles: dict[str, str]
+
+
+RowT = TypeVar("RowT", bound=_TableRow)
 
 
 class Host(Protocol):
-    """What StopActions needs from the app (SparktopApp, or a small test app)."""
+    """What StopActions needs from the app (SparktopApp, or a small test app): a Textual App's methods it
+    calls, and the snapshot the dialogs describe."""
 
-    latest: Snapshot | None
+    @property
+    def latest(self) -> Snapshot | None: ...
+
+    @property
+    def screen(self) -> object: ...
+
+    @property
+    def run_worker(self) -> Callable[..., Any]: ...
+
+    @property
+    def push_screen(self) -> Callable[..., Any]: ...
+
+    @property
+    def notify(self) -> Callable[..., Any]: ...
+
+    @property
+    def call_from_thread(self) -> Callable[..., Any]: ...
 
 
 @dataclass
@@ -98,7 +125,7 @@ class StopActions:
 
     def __init__(
         self,
-        app: App[Any],
+        app: Host,
         source: SnapshotSource,
         *,
         timeout: float = 10.0,
@@ -358,7 +385,7 @@ class StopActions:
             line += f" (it held {fmt_bytes(p.held, self.units)})"
         self._finish(p, line)
 
-    def _finish(self, p: Pending, line: str | None, severity: str = "information") -> None:
+    def _finish(self, p: Pending, line: str | None, severity: SeverityLevel = "information") -> None:
         self.pending.pop(p.container.id, None)
         if p.group and p.group in self.groups:
             self._group_done(p, line if severity == "error" else None)
@@ -388,7 +415,7 @@ class StopActions:
 
     # -- signals -------------------------------------------------------------------------------------------
 
-    def _signal(self, proc: ProcessInfo, sig: _signal.Signals) -> None:
+    def _signal(self, proc: ProcessInfo, sig: Signals) -> None:
         if self.read_only:
             self._say(READ_ONLY, "warning")
             return
@@ -404,7 +431,7 @@ class StopActions:
         )
         self._confirm(signal_dialog(target, proc.pid, sig.name, self.units), partial(self._send, proc, sig))
 
-    def _send(self, proc: ProcessInfo, sig: _signal.Signals) -> None:
+    def _send(self, proc: ProcessInfo, sig: Signals) -> None:
         target = f"pid {proc.pid} ({proc.name})"
         try:
             if proc.start_ticks is None:  # cannot tell it from a process that reuses its PID
@@ -520,11 +547,11 @@ class StopActions:
         if problem:
             self._say(problem, "warning")
 
-    def _say(self, line: str, severity: str = "information") -> None:
+    def _say(self, line: str, severity: SeverityLevel = "information") -> None:
         self.reports.append(line)
         timeout = 8 if severity == "information" else 15
         # Plain text: the line names processes, containers and projects that others may call `[/b]x`.
-        self.app.notify(visible_lines(line), severity=severity, timeout=timeout, markup=False)  # type: ignore[arg-type]
+        self.app.notify(visible_lines(line), severity=severity, timeout=timeout, markup=False)
 
     def _changed(self) -> None:
         if self.on_change is not None:

@@ -121,7 +121,23 @@ def parse_theme(text: str, source: str) -> SparkTheme:
         spec = read_theme(text, source, _CHECKS)
     except SettingsError as exc:
         raise ThemeError(str(exc)) from None
-    theme = Theme(name=spec.name, dark=spec.dark, variables=dict(spec.variables), **spec.theme_colors())
+    c = spec.colors  # an absent colour is None, as Theme's default is
+    theme = Theme(
+        name=spec.name,
+        dark=spec.dark,
+        variables=dict(spec.variables),
+        primary=c.primary,
+        secondary=c.secondary,
+        accent=c.accent,
+        warning=c.warning,
+        error=c.error,
+        success=c.success,
+        foreground=c.foreground,
+        background=c.background,
+        surface=c.surface,
+        panel=c.panel,
+        boost=c.boost,
+    )
     palette = Palette(**{**derive_palette(theme).__dict__, **spec.palette_overrides()})
     return SparkTheme(theme=theme, palette=palette, source=source)
 

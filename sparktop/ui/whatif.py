@@ -159,7 +159,9 @@ class WhatIfPane(Vertical):
     def _load_catalog(self, loader: Callable[[], Catalog] | None) -> None:
         try:
             if loader is None:
-                from sparktop.catalog import load_catalog as loader
+                from sparktop.catalog import load_catalog
+
+                loader = load_catalog
             catalog = loader()
             sizes = entry_sizes(catalog)
         except Exception as exc:  # a broken catalog must not take the dashboard down
@@ -240,7 +242,8 @@ class WhatIfPane(Vertical):
         self._update(highlight=item.uid)
         return item.uid
 
-    def remove(self, uid: int) -> None:
+    def remove_item(self, uid: int) -> None:
+        """Take a workload out of the plan (not Widget.remove, which this pane keeps)."""
         if self.plan is None:
             return
         try:
@@ -266,7 +269,7 @@ class WhatIfPane(Vertical):
     @on(PlanList.RemoveRequested)
     def _remove_requested(self, event: PlanList.RemoveRequested) -> None:
         event.stop()
-        self.remove(event.uid)
+        self.remove_item(event.uid)
 
     @on(PlanList.MoveRequested)
     def _move_requested(self, event: PlanList.MoveRequested) -> None:
@@ -349,7 +352,7 @@ class WhatIfPane(Vertical):
         pool = f"pool {fmt_est(baseline.pool)}"
         if baseline.source == "live":
             host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
-            head = Content.from_markup(
+            head: Content | str = Content.from_markup(
                 "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
                 used=fmt_est(baseline.used.mid), host=host, pool=pool,
             )  # fmt: skip

@@ -87,7 +87,7 @@ def read(base: str, timeout: float, want_version: bool = True) -> Reading:
         name=name or "(unnamed)",
         context_length=n_ctx,
         requests_running=int(running) if running is not None else busy,
-        requests_waiting=int(values["waiting"]) if values.get("waiting") is not None else None,
+        requests_waiting=int(waiting) if (waiting := values.get("waiting")) is not None else None,
         prompt_tokens_total=values.get("prompt"),
         generation_tokens_total=values.get("generation"),
         kv_cache_usage=values.get("kv_usage"),

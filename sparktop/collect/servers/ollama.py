@@ -38,8 +38,9 @@ def parse_time(value: object) -> float | None:
 
 
 def _int(value: object) -> int | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-    return int(value) if ok else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    return None
 
 
 def parse_ps(data: Any) -> tuple[list[ServedModel], list[str]]:
@@ -59,7 +60,8 @@ def parse_ps(data: Any) -> tuple[list[ServedModel], list[str]]:
             continue
         size = _int(entry.get("size"))
         vram = _int(entry.get("size_vram"))
-        details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
+        raw_details = entry.get("details")
+        details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
         models.append(
             ServedModel(
                 name=visible(name),

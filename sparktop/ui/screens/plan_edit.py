@@ -96,7 +96,7 @@ class PlanEditScreen(ModalScreen[bool]):
             options = [(c, c) for c in p.choices]
             if p.value is not None and p.value not in p.choices:
                 options.insert(0, (str(p.value), str(p.value)))
-            value = p.value if p.value is not None else Select.BLANK
+            value = p.value if p.value is not None else Select.NULL
             widget = Select(options, value=value, allow_blank=p.value is None, id=field_id, compact=True)
         elif p.type == "bool":
             widget = Switch(value=bool(p.value), id=field_id)

@@ -248,7 +248,12 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         plt.yticks(yticks, [f"{y:g}" for y in yticks])
 
     def _plot_gappy(
-        self, xs: list[float], values: list[int | None], unit: int, color: object, label: str | None
+        self,
+        xs: list[float],
+        values: list[int | None],
+        unit: int,
+        color: tuple[int, int, int] | str,
+        label: str | None,
     ) -> None:
         """One line per unbroken run, so a consumer that was gone is not bridged; the label once."""
         run_x: list[float] = []

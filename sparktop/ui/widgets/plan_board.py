@@ -62,7 +62,7 @@ class DragList(OptionList):
         if index is not None:
             self.highlighted = index
 
-    def _on_mouse_down(self, event: events.MouseDown) -> None:
+    async def _on_mouse_down(self, event: events.MouseDown) -> None:
         if event.button != 1:
             return
         index = self.option_index_at(event)
@@ -85,7 +85,7 @@ class DragList(OptionList):
         for board_list in self.screen.query(DragList):
             board_list.set_class(board_list is target and target is not self, "-drop-target")
 
-    def _on_mouse_up(self, event: events.MouseUp) -> None:
+    async def _on_mouse_up(self, event: events.MouseUp) -> None:
         drag, self._drag = self._drag, None
         self.release_mouse()
         self.remove_class("-dragging")

@@ -17,6 +17,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from sparktop.analysis.row_trends import process_gpu, process_total
 from sparktop.collect.controllers import foreign_engine
@@ -427,7 +428,7 @@ class ConsumerTable(DataTable, Generic[T]):
         and width; a cell draws again only when one of those changes."""
         column_key = self._column_locations.get_key(column_index)
         if row_index == -1:
-            row_key = self._header_row_key
+            row_key: RowKey | None = self._header_row_key
             shown: object = self.columns[column_key].label if column_key is not None else None
         else:
             row_key = self._row_locations.get_key(row_index)
@@ -435,7 +436,11 @@ class ConsumerTable(DataTable, Generic[T]):
                 row = self.rows.get(row_key) if row_key is not None else None
                 shown = row.label if row is not None else None
             else:
-                shown = self._data.get(row_key, {}).get(column_key) if row_key is not None else None
+                shown = (
+                    self._data.get(row_key, {}).get(column_key)
+                    if row_key is not None and column_key is not None
+                    else None
+                )
         row_meta = self.rows.get(row_key) if row_index != -1 and row_key is not None else None
         key = (
             row_index, column_index, row_key, column_key, id(shown), base_style, width, cursor, hover,
@@ -458,7 +463,7 @@ class ConsumerTable(DataTable, Generic[T]):
             return super()._render_line(y, x1, x2, base_style)
         columns = self.ordered_columns
         if row_key is self._header_row_key:
-            row_index = -1
+            row_index: int | None = -1
             shown: tuple = tuple(column.label for column in columns)
         else:
             row_index = self._row_locations.get(row_key)
