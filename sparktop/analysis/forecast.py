@@ -14,7 +14,7 @@ warning has to come while there is still time to act. The forecast answers three
 
 `warned_horizon` is the smallest configured horizon (e.g. 10 min, 2 min) the time to exhaustion is inside:
 the guard and the dashboard warn when it changes to a nearer horizon. The consumer driving the growth is the
-one whose own total grows fastest over the same window.
+one whose own total grows fastest over the same window (named with a warning only).
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ def forecast(
     if stalling:
         eta = 0.0
     inside = [h for h in horizons_s if eta is not None and eta <= h]
-    driver, driver_rate = _driver(history, window_s) if (slope or stalling or eta == 0.0) else (None, None)
+    # Who drives it is said only with a warning: finding out costs a fit per consumer, every tick.
+    driver, driver_rate = _driver(history, window_s) if (inside or stalling) else (None, None)
     return Forecast(
         available_bytes=memory.available,
         reserve_bytes=reserve,
