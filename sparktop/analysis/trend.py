@@ -41,6 +41,7 @@ MAX_DRAWDOWN_SHARE = 0.5
 # edge of a sawtooth (a key that released as much before, within the window).
 FAST_WINDOW_S = 12.0
 FAST_MIN_POINTS = 5
+FAST_STOPPED_TICKS = 3  # ticks without a new high after which fast growth counts as stopped
 FAST_MIN_RATE = 1e9 / 60  # bytes per second: 1 GB/min
 FAST_MIN_RISE = 256 * 1024**2
 FAST_MIN_R2 = 0.9
@@ -222,7 +223,9 @@ def _is_fast(ts: list[float], vs: list[int]) -> _Fit | None:
         return None
     if fit.slope * fit.span_s < FAST_MIN_RISE or not _grows_in_each_third(ts, vs, fit.slope):
         return None
-    if vs[-1] <= max(vs[:-1]):  # it stopped: no longer fast growth
+    # It stopped: no new high in the last few ticks. One tick below the last (noise on a steady climb)
+    # is not a stop; an alert that came and went with every tick of noise would flicker.
+    if max(vs[-FAST_STOPPED_TICKS:]) <= max(vs[:-FAST_STOPPED_TICKS]):
         return None
     return fit
 
