@@ -247,7 +247,7 @@ class SparktopApp(App[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="top"):
             yield StatusLine(id="status")
-            yield Static("", id="critical-banner")
+            yield Static("", id="critical-banner", markup=False)
         with TabbedContent(initial="dashboard", id="tabs"):
             with TabPane("Dashboard", id="dashboard"):
                 yield BudgetBar(id="bar")
@@ -272,7 +272,7 @@ class SparktopApp(App[None]):
             with TabPane("Models", id="models"), VerticalScroll():
                 yield ModelsPanel(id="models-panel")
         yield Input(placeholder="filter containers and processes (Enter keeps, Esc clears)", id="filter")
-        yield Static("", id="too-small")
+        yield Static("", id="too-small", markup=False)
         yield Footer()
 
     def on_load(self) -> None:
@@ -296,9 +296,9 @@ class SparktopApp(App[None]):
         self.query_one(ConsumerSummary).border_title = "Consumers"
         self._apply_size(self.size.width, self.size.height)
         for message in self._startup_messages:
-            self.notify(message, title="sparktop", severity="warning", timeout=12)
+            self.notify(message, title="sparktop", severity="warning", timeout=12, markup=False)
         if self._startup_messages:
-            self.notify("M shows these messages again", timeout=12)
+            self.notify("M shows these messages again", timeout=12, markup=False)
         for _ in range(self.warmup):
             try:
                 snapshot = self.source.sample()
@@ -720,7 +720,7 @@ class SparktopApp(App[None]):
             return
         index = names.index(self.theme) + 1 if self.theme in names else 0
         self.theme = names[index % len(names)]
-        self.notify(f"theme: {self.theme}", timeout=2)
+        self.notify(f"theme: {self.theme}", timeout=2, markup=False)
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

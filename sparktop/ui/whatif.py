@@ -128,7 +128,7 @@ class WhatIfPane(Vertical):
             with Vertical(id="whatif-plan-side"):
                 yield PlanList(id="whatif-plan")
                 with VerticalScroll(id="whatif-verdicts-box"):
-                    yield Static("", id="whatif-verdicts")
+                    yield Static("", id="whatif-verdicts", markup=False)
 
     def on_mount(self) -> None:
         bar = self.query_one("#whatif-bar", BudgetBar)
@@ -180,12 +180,14 @@ class WhatIfPane(Vertical):
         if self.plan is None or self.plan.catalog is not catalog:
             self.plan = Plan(catalog)
         for error in catalog.errors[:3]:
-            self.app.notify(error, title="catalog", severity="warning", timeout=8)
+            self.app.notify(error, title="catalog", severity="warning", timeout=8, markup=False)
         remember = getattr(self.app, "remember", None)
         if len(catalog.errors) > 3 and remember is not None:
             for error in catalog.errors[3:]:
                 remember(error, "catalog")
-            self.app.notify(f"{len(catalog.errors) - 3} more catalog problems: M shows them all", timeout=8)
+            self.app.notify(
+                f"{len(catalog.errors) - 3} more catalog problems: M shows them all", timeout=8, markup=False
+            )
         self._fill_catalog()
         self._update()
 
@@ -235,7 +237,7 @@ class WhatIfPane(Vertical):
         try:
             item = self.plan.add(name)
         except PlanError as exc:
-            self.app.notify(str(exc), title="plan", severity="error", timeout=6)
+            self.app.notify(str(exc), title="plan", severity="error", timeout=6, markup=False)
             return None
         if index is not None:
             self.plan.move(item.uid, index)
@@ -446,7 +448,7 @@ class WhatIfPane(Vertical):
     def action_edit(self) -> None:
         uid = self._selected_uid()
         if self.plan is None or uid is None:
-            self.app.notify("highlight a planned workload to edit it", timeout=3)
+            self.app.notify("highlight a planned workload to edit it", timeout=3, markup=False)
             return
         from sparktop.ui.screens.plan_edit import PlanEditScreen
 
@@ -462,7 +464,7 @@ class WhatIfPane(Vertical):
     def _saved(self, result: object) -> None:
         if isinstance(result, Path):
             self.plan_path = result
-            self.app.notify(f"plan saved to {result}", timeout=4)
+            self.app.notify(f"plan saved to {result}", timeout=4, markup=False)
 
     def action_load(self) -> None:
         from sparktop.ui.screens.plan_file import PlanFileScreen
@@ -476,7 +478,7 @@ class WhatIfPane(Vertical):
 
         if isinstance(result, Plan):
             self.set_plan(result)
-            self.app.notify(f"plan loaded: {len(result)} workloads", timeout=4)
+            self.app.notify(f"plan loaded: {len(result)} workloads", timeout=4, markup=False)
 
     def action_focus_filter(self) -> None:
         self.query_one("#whatif-filter", Input).focus()

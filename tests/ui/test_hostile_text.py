@@ -196,3 +196,27 @@ async def test_keys_do_nothing_behind_the_too_small_message(tmp_path: Path) -> N
         assert tabs.active == "containers"  # the same key acts once the tables are on screen
         await pilot.press("q")
     assert app.return_code == 0
+
+
+async def test_a_plan_file_named_like_markup_is_shown_as_it_is(tmp_path: Path) -> None:
+    """The plan-file dialog quotes the path in its messages: `[/b]x.toml` must not end or restyle the app."""
+    from sparktop.ui.screens.plan_file import PlanFileScreen
+    from sparktop.ui.whatif import WhatIfPane
+    from tests.ui.demo_app import make_app
+
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("4")  # the What-if tab holds the plan
+        await pilot.pause()
+        plan = app.query_one(WhatIfPane).plan
+        screen = PlanFileScreen("load", plan, tmp_path / "[/b]x.toml")
+        app.push_screen(screen)
+        await pilot.pause()
+        await pilot.press("enter")  # load a file that does not exist: the message quotes its name
+        await pilot.pause()
+        assert app.is_running
+        shown = str(screen.query_one("#message").render())
+        assert "[/b]x.toml" in shown
+        app.notify("could not write the history to /tmp/[/b]x: denied", severity="error")
+        await pilot.pause()
+        assert app.is_running

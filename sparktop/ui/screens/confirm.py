@@ -78,11 +78,13 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Static(self.title_text, id="title", markup=False)
             body = Content("\n").join(Content(x) if isinstance(x, str) else x for x in self.lines)
-            yield Static(body, id="body")
+            yield Static(body, id="body", markup=False)
             with Horizontal(id="buttons"):
                 yield Button(f"{self.confirm_label} ({keys})", id="confirm", variant="error")
                 yield Button("Cancel (n/Esc)", id="cancel", variant="primary")
-            yield Static(f"{keys}: {self.confirm_label.lower()} · n/Esc: cancel · ←/→: switch", id="hint")
+            yield Static(
+                f"{keys}: {self.confirm_label.lower()} · n/Esc: cancel · ←/→: switch", id="hint", markup=False
+            )
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -50,7 +50,7 @@ class MessagesScreen(ModalScreen[None]):
                 yield Static("No warnings or errors since sparktop started.", markup=False)
             for when, title, text in self.messages:
                 line = Text.assemble((f"{when} ", "dim"), (f"{title}: " if title else "", "bold"), text)
-                yield Static(line, classes="message")
+                yield Static(line, classes="message", markup=False)
 
     def action_scroll(self, how: str) -> None:
         scroll = self.query_one(VerticalScroll)

@@ -80,11 +80,11 @@ class PlanEditScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"Edit {self.name_shown}", id="title")
+            yield Label(f"Edit {self.name_shown}", id="title", markup=False)
             with VerticalScroll(id="fields"):
                 for param in self.params.values():
                     yield self._row(param)
-            yield Static("", id="error")
+            yield Static("", id="error", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Save", variant="primary", id="save", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -110,8 +110,8 @@ class PlanEditScreen(ModalScreen[bool]):
                 compact=True,
             )
         widget.tooltip = p.help or None
-        label = Label(p.label + (" *" if p.overridden else ""))
-        unit = Label(p.unit, classes="unit")
+        label = Label(p.label + (" *" if p.overridden else ""), markup=False)
+        unit = Label(p.unit, classes="unit", markup=False)
         return Horizontal(label, widget, unit, classes="row")
 
     def on_mount(self) -> None:

@@ -46,9 +46,9 @@ class PlanFileScreen(ModalScreen[Plan | Path | None]):
     def compose(self) -> ComposeResult:
         verb = "Save plan to" if self.mode == "save" else "Load plan from"
         with Vertical(id="dialog"):
-            yield Label(f"{verb} (TOML file)", id="title")
+            yield Label(f"{verb} (TOML file)", id="title", markup=False)
             yield Input(str(self.initial), id="path")
-            yield Static("", id="message")
+            yield Static("", id="message", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Save" if self.mode == "save" else "Load", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
