@@ -96,8 +96,9 @@ b.kill(); b.wait()
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
 def test_a_reused_pid_is_refused_and_the_new_process_survives() -> None:
+    # Needs root and util-linux's unshare for a private PID namespace: the suite runs as root (CI too).
+    assert os.geteuid() == 0 and shutil.which("unshare"), "run the tests as root with util-linux installed"
     out = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", PID_REUSE],
         capture_output=True, text=True, timeout=30,
