@@ -88,8 +88,10 @@ class Session:
 
     # -- feeding it ----------------------------------------------------------------------------------------
 
-    def ingest(self, snapshot: Snapshot) -> Snapshot:
-        """Take one good snapshot in (accounting filled in if missing) and return it."""
+    def ingest(self, snapshot: Snapshot, analyse: bool = True) -> Snapshot:
+        """Take one good snapshot in (accounting filled in if missing) and return it. `analyse` False leaves
+        the creep alerts and the forecast as they were: a warm-up feeding many past samples at once needs
+        them only for the last (they are a function of the history, read afresh by `analyse()`)."""
         with self.lock:
             fill_accounting(snapshot)  # the one place a snapshot is accounted
             self.history.add(snapshot)
@@ -97,10 +99,8 @@ class Session:
             self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
             self.gpu_series.push(snapshot.gpu)
             self.pool_series.push(snapshot.memory)
-            self.creep = detect_creep(
-                self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, self.creep_window_s
-            )
-            self.forecast = forecast(self.history, snapshot.memory)
+            if analyse:
+                self._analyse(snapshot)
             full = snapshot.memory.pressure.full if snapshot.memory.pressure else None
             if full is not None:
                 self._psi_full.append((snapshot.timestamp, full.avg10))
@@ -109,6 +109,18 @@ class Session:
             self.last_good_at = self.clock()
             self.ingested += 1
             return snapshot
+
+    def analyse(self) -> None:
+        """Creep alerts and the forecast from the history as it is now (after ingesting with analyse=False)."""
+        with self.lock:
+            if self.latest is not None:
+                self._analyse(self.latest)
+
+    def _analyse(self, snapshot: Snapshot) -> None:
+        self.creep = detect_creep(
+            self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, self.creep_window_s
+        )
+        self.forecast = forecast(self.history, snapshot.memory)
 
     def fail(self, reason: str) -> None:
         """A sample failed: the last good snapshot stays, marked stale with this one-line reason."""

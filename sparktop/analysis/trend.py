@@ -195,9 +195,24 @@ def _max_drawdown(vs: list[int], smooth: bool = True) -> float:
     return worst
 
 
+def _slope_cannot_reach(ts: list[float], vs: list[int], slope: float) -> bool:
+    """True when no least-squares line through these points can climb as fast as `slope`: its slope is at
+    most sqrt(Svv / Stt) (Cauchy-Schwarz), and Svv is at most n·(spread / 2)² (Popoviciu). Most series on a
+    machine are flat, and this skips their fit (min, max and one pass over the times instead of five)."""
+    n = len(ts)
+    spread = max(vs) - min(vs)
+    if spread == 0:
+        return True
+    mean_t = sum(ts) / n
+    stt = sum((t - mean_t) ** 2 for t in ts)
+    return n * (spread / 2) ** 2 < slope * slope * stt
+
+
 def _is_creep(ts: list[float], vs: list[int], window_s: float, min_rate_bytes_per_s: float) -> _Fit | None:
     """The fit when the points show creep by the rule at the top of this module, else None."""
     if len(ts) < MIN_POINTS or ts[-1] - ts[0] < MIN_COVERAGE * window_s:
+        return None
+    if _slope_cannot_reach(ts, vs, min_rate_bytes_per_s):
         return None
     fit = _least_squares(ts, vs)
     if fit is None or fit.slope <= min_rate_bytes_per_s or fit.r2 < MIN_R2:
@@ -216,7 +231,7 @@ def _is_creep(ts: list[float], vs: list[int], window_s: float, min_rate_bytes_pe
 
 def _is_fast(ts: list[float], vs: list[int]) -> _Fit | None:
     """The fit when the last FAST_WINDOW_S show a fast, clean, still-going rise (see FAST_* above)."""
-    if len(ts) < FAST_MIN_POINTS:
+    if len(ts) < FAST_MIN_POINTS or _slope_cannot_reach(ts, vs, FAST_MIN_RATE):
         return None
     fit = _least_squares(ts, vs)
     if fit is None or fit.slope < FAST_MIN_RATE or fit.r2 < FAST_MIN_R2:

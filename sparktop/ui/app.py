@@ -305,7 +305,9 @@ class SparktopApp(App[None]):
             except SourceExhausted as exc:
                 self._source_ended(exc)
                 break
-            self._ingest(snapshot)
+            self._ingest(snapshot, analyse=False)  # creep and forecast once, for the last (below)
+        if self.warmup:
+            self.session.analyse()
         if self.latest is not None:
             self._render()
         self._update_status()
@@ -428,10 +430,10 @@ class SparktopApp(App[None]):
         else:
             self._receive(snapshot, None)
 
-    def _ingest(self, snapshot: Snapshot) -> None:
+    def _ingest(self, snapshot: Snapshot, analyse: bool = True) -> None:
         """Every sample, shown or not, goes into the session (and the stop flow, which watches containers
         leave)."""
-        self.session.ingest(snapshot)
+        self.session.ingest(snapshot, analyse)
         self.stops.observe(snapshot)
 
     # -- drawing -------------------------------------------------------------------------------------------

@@ -130,3 +130,18 @@ def test_once_json_carries_the_accounting(capsys) -> None:  # type: ignore[no-un
     data = json.loads(capsys.readouterr().out)
     assert data["accounting"]["used"] == data["memory"]["used"]
     assert [s["collector"] for s in data["services"]] == ["servers"]  # the demo's simulated Ollama
+
+
+def test_a_warm_up_analysed_once_at_the_end_matches_one_analysed_every_tick() -> None:
+    """The dashboard's warm-up feeds hundreds of samples with analyse=False and analyses once: creep and
+    the forecast are a function of the history, so the result is the same as analysing every tick."""
+    every, once = Session(), Session()
+    a, b = DemoSource("default", seed=3), DemoSource("default", seed=3)
+    for _ in range(420):
+        every.ingest(a.sample())
+        once.ingest(b.sample(), analyse=False)
+    assert once.creep == [] and once.forecast is None  # nothing analysed yet
+    once.analyse()
+    assert every.creep and [c.label for c in once.creep] == [c.label for c in every.creep]
+    assert [c.rate_bytes_per_s for c in once.creep] == [c.rate_bytes_per_s for c in every.creep]
+    assert once.forecast == every.forecast

@@ -348,3 +348,28 @@ def test_collecting_says_how_much_data_the_steady_rule_still_needs() -> None:
     assert collecting_s(History()) == 180.0
     assert collecting_s(history_of([GB] * 61)) == 120.0
     assert collecting_s(history_of([GB] * 181)) is None
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(0, 600, allow_nan=False), min_size=2, max_size=60, unique=True),
+    st.one_of(
+        st.lists(st.integers(0, 8 * GIB), min_size=60, max_size=60),
+        # two levels: a step is the series whose slope comes closest to the bound
+        st.lists(st.sampled_from([0, 8 * GIB]), min_size=60, max_size=60),
+    ),
+    st.floats(0.01, 1.0),
+)
+def test_the_flat_series_shortcut_never_hides_a_slope_it_would_reach(times, values, share) -> None:
+    """The pre-check that skips the fit of a flat series never says "cannot reach" for a rate the
+    least-squares slope does reach."""
+    from sparktop.analysis.trend import _slope_cannot_reach, slope_per_s
+
+    ts = sorted(times)
+    vs = values[: len(ts)]
+    fitted = slope_per_s(ts, vs)
+    if fitted is not None and fitted > 0:
+        assert not _slope_cannot_reach(ts, vs, fitted * share * (1 - 1e-9))
+        assert not _slope_cannot_reach(ts, vs, fitted * (1 - 1e-9))
+    assert _slope_cannot_reach(ts, [vs[0]] * len(ts), 1e-9)  # a flat series reaches no slope
