@@ -111,7 +111,7 @@ class Session:
             return snapshot
 
     def analyse(self) -> None:
-        """Creep alerts and the forecast from the history as it is now (after ingesting with analyse=False)."""
+        """Creep alerts and the forecast from the history as it is now (after ingest with analyse=False)."""
         with self.lock:
             if self.latest is not None:
                 self._analyse(self.latest)
