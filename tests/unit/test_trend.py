@@ -350,7 +350,6 @@ def test_collecting_says_how_much_data_the_steady_rule_still_needs() -> None:
     assert collecting_s(history_of([GB] * 181)) is None
 
 
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.floats(0, 600, allow_nan=False), min_size=2, max_size=60, unique=True),
