@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -74,9 +75,12 @@ class TmuxPane:
         return condition()
 
     def exit_status(self) -> int | None:
+        """The status the shell printed, or None before it has. The typed command itself holds `EXIT=$?`,
+        which a long temporary path can wrap to the start of a line: only digits count."""
         for line in reversed(self.screen().splitlines()):
-            if line.startswith("EXIT="):
-                return int(line.removeprefix("EXIT="))
+            found = re.fullmatch(r"EXIT=(\d+)\s*", line)
+            if found:
+                return int(found.group(1))
         return None
 
     def written(self) -> bytes:

@@ -31,16 +31,24 @@ class GpuMemoryBar(Widget):
     def show(
         self, accounts: list[GpuMemoryAccount], colors: dict[str, str], units: str, palette: Palette
     ) -> None:
+        was_shown = bool(self._data and self._data[0])
         self.set_class(bool(accounts), "-show")
         self._data = (accounts, colors, units, palette)
         self.segments = {a.index: _segments(a, colors, palette) for a in accounts}
-        self.refresh(layout=True)
+        if not accounts and not was_shown:
+            return  # hidden and staying so (a Spark, no GPU): nothing to draw, nothing to lay out
+        # A layout pass is the whole screen's: only when this bar's height changes (a GPU, a legend line).
+        laid_out = self.size.height if self.size.width else -1
+        self.refresh(layout=len(self._lines(self.size.width)) != laid_out)
 
     def render(self) -> Text:
+        return Text("\n").join(self._lines(self.size.width))
+
+    def _lines(self, width: int) -> list[Text]:
         if self._data is None or not self._data[0]:
-            return Text("")
+            return []
         accounts, _colors, units, _palette = self._data
-        width = max(20, self.size.width or 80)
+        width = max(20, width or 80)
         lines: list[Text] = []
         for account in accounts:
             segments = self.segments[account.index]
@@ -58,7 +66,7 @@ class GpuMemoryBar(Widget):
             lines.extend(_legend(segments, units, width, self.legend_lines))
         for line in lines:  # one screen line each, whatever the width: cut with "…", never wrapped
             line.truncate(width, overflow="ellipsis")
-        return Text("\n").join(lines)
+        return lines
 
 
 def _segments(account: GpuMemoryAccount, colors: dict[str, str], palette: Palette) -> list[Segment]:

@@ -37,6 +37,11 @@ class LineDiffWidget(Widget):
 
     def refresh_changed(self) -> None:
         """New data: repaint the lines whose text changed; lay out again if the height changed."""
+        if self.is_mounted and not self.is_on_screen:
+            # A panel in a hidden tab: made afresh when it is shown (showing a tab lays the screen out
+            # anyway). A layout pass now would be the whole dashboard's, on every tick.
+            self._dl_key = None
+            return
         if not self.is_mounted or not self.size.width or self._dl_key is None:
             self.refresh(layout=True)
             return
