@@ -70,7 +70,9 @@ class CreepAlerts(Static):
             # The ETAs change every tick; lay the screen out again only when the block's height changes.
             width = self.content_size.width
             before = self._shown
-            same_height = (
+            # Off screen (another tab shows): showing the tab lays the screen out anyway.
+            hidden_tab = self.display and self.is_mounted and not self.is_on_screen
+            same_height = hidden_tab or (
                 self.display
                 and before is not None
                 and width > 0

@@ -1,0 +1,32 @@
+"""A steady tick repaints what changed and lays nothing out: a layout pass is the whole screen's, and one on
+every tick (a hidden GPU memory bar, a panel in a hidden tab) doubled the dashboard's idle CPU."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widget import Widget
+
+from tests.ui.demo_app import make_app
+
+
+@pytest.mark.parametrize("tab", ["1", "2", "5"])
+async def test_steady_ticks_lay_nothing_out(tab: str, monkeypatch) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press(tab)
+        for _ in range(3):
+            await app.refresh_once()
+            await pilot.pause()
+        laid_out: list[str] = []
+        refresh = Widget.refresh
+
+        def counting(self, *regions, layout: bool = False, **kwargs):
+            if layout:
+                laid_out.append(type(self).__name__)
+            return refresh(self, *regions, layout=layout, **kwargs)
+
+        monkeypatch.setattr(Widget, "refresh", counting)
+        for _ in range(20):
+            await app.refresh_once()
+            await pilot.pause()
+        assert laid_out == [], f"widgets asked for a layout pass on a steady tick: {sorted(set(laid_out))}"
