@@ -5,6 +5,7 @@ from __future__ import annotations
 from sparktop import session as session_module
 from sparktop.analysis import accounting
 from sparktop.collect.demo import DemoSource
+from sparktop.collect.docker import GROUP_HINT
 from sparktop.model import Snapshot
 from sparktop.settings.config import Config
 from sparktop.ui.app import SparktopApp
@@ -82,3 +83,41 @@ async def test_accounting_failure_still_shows_the_pool(monkeypatch):
         assert await _wait(pilot, lambda: "accounting failed" not in status(app))
         assert app.latest is not None and app.latest.accounting is not None
         assert app.latest.accounting.consumers
+
+
+class BrokenDocker(DemoSource):
+    """The demo, with the Docker engine refusing us: a long reason in the header."""
+
+    REASON = f"permission denied on unix:///var/run/docker.sock — {GROUP_HINT}"  # as discovery says it
+
+    def sample(self) -> Snapshot:
+        snapshot = super().sample()
+        snapshot.docker = snapshot.docker.model_copy(update={"available": False, "reason": self.REASON})
+        snapshot.errors = ["GPU: NVML Shared Library Not Found (no NVIDIA driver on this machine)"]
+        return snapshot
+
+
+async def test_the_header_never_cuts_a_reason_mid_sentence() -> None:
+    """Too narrow for the whole line, the notices go to lines of their own and wrap at words: every word
+    of the reason is on screen; only the host-and-clock part may end in "…"."""
+    for width in (200, 120, 80, 70):
+        app = SparktopApp(BrokenDocker(), Config(), auto_refresh=False, warmup=2)
+        async with app.run_test(size=(width, 30)) as pilot:
+            await pilot.pause()
+            header = app.query_one(StatusLine)
+            lines = status(app).splitlines()
+            assert header.size.height == len(lines), (width, lines)
+            words = " ".join(line.strip() for line in lines[1:] or lines).split()
+            for expected in (BrokenDocker.REASON, "NVML Shared Library Not Found (no NVIDIA driver on this"):
+                assert " ".join(expected.split()) in " ".join(words), (width, lines)
+            assert all("…" not in line for line in lines[1:]), (width, lines)
+            assert all(len(line) <= width for line in lines), (width, lines)
+
+
+async def test_the_header_stays_within_five_lines_on_a_small_terminal() -> None:
+    app = SparktopApp(BrokenDocker(), Config(), auto_refresh=False, warmup=2)
+    async with app.run_test(size=(60, 18)) as pilot:
+        await pilot.pause()
+        lines = status(app).splitlines()
+        assert app.query_one(StatusLine).size.height == len(lines) == 5, lines
+        assert lines[-1].endswith("…"), lines

@@ -1,4 +1,8 @@
-"""The top line: host, source, last update, interval, and the states a user must not miss (paused, stale)."""
+"""The top line: host, source, last update, interval, and the states a user must not miss (paused, stale).
+
+What went wrong (stale data and its reason, problems, the guard, Docker) is a notice: on a terminal too
+narrow for the whole line, the notices move to lines of their own under it and wrap at words, so a reason is
+never cut mid-sentence; the host and clock part is the one that gets an ellipsis."""
 
 from __future__ import annotations
 
@@ -6,19 +10,23 @@ import time
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.geometry import Size
 from textual.widget import Widget
 
 from sparktop.model import Snapshot
 
+MAX_LINES = 5  # the head and up to four lines of notices: on a 60×18 terminal the dashboard keeps the rest
+
 
 class StatusLine(Widget):
     DEFAULT_CSS = """
-    StatusLine { height: 1; }
+    StatusLine { height: auto; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._text = Text("sparktop", style="bold")
+        self._head = Text("sparktop", style="bold")
+        self._notices: list[Text] = []
 
     def show(
         self,
@@ -57,29 +65,61 @@ class StatusLine(Widget):
             text.append(f"  filter: {filter_text!r}", style="bold")
         if hidden_rows:
             text.append(f"  {hidden_rows} empty rows hidden (a: all)", style="dim")
+        notices: list[Text] = []
         if stale:
-            text.append("  ")
-            text.append(f" stale: {stale} ", style="bold reverse")
+            notices.append(Text(f" stale: {stale} ", style="bold reverse"))
         guard = next((r for r in snapshot.services if r.collector == "guard"), None) if snapshot else None
         if guard is not None and (guard.summary or guard.error):  # a `sparktop guard` runs on this machine
-            text.append(
-                f"  {guard.summary or guard.error}", style="bold" if "▲" in (guard.summary or "") else "dim"
+            notices.append(
+                Text(
+                    guard.summary or guard.error or "",
+                    style="bold" if "▲" in (guard.summary or "") else "dim",
+                )
             )
         if snapshot is not None and snapshot.errors:
             n = len(snapshot.errors)
-            text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")
+            notices.append(
+                Text(f"⚠ {n} problem{'s' if n != 1 else ''}: {snapshot.errors[0]}", style="italic")
+            )
         elif source_problems:
             n = len(source_problems)
-            text.append(f"  ⚠ {n} problem{'s' if n != 1 else ''} in the source: {source_problems[-1]}",
-                        style="italic")  # fmt: skip
+            notices.append(
+                Text(
+                    f"⚠ {n} problem{'s' if n != 1 else ''} in the source: {source_problems[-1]}",
+                    style="italic",
+                )
+            )
         if snapshot is not None and not snapshot.docker.available and snapshot.docker.reason:
-            text.append(f"  docker: {snapshot.docker.reason}", style="dim italic")
-        if text != self._text:  # the clock moves once a second; at shorter intervals often nothing does
-            self._text = text
-            self.refresh()
+            notices.append(Text(f"docker: {snapshot.docker.reason}", style="dim italic"))
+        if text == self._head and notices == self._notices:
+            return  # the clock moves once a second; at shorter intervals often nothing does
+        width = self.size.width
+        lines_before = len(self._lines(width)) if width else 0
+        self._head, self._notices = text, notices
+        self.refresh(layout=not width or len(self._lines(width)) != lines_before)
+
+    def _lines(self, width: int) -> list[Text]:
+        """One line when everything fits; else the head cut with "…" and each notice whole, wrapped at
+        words, on lines of its own."""
+        one = Text("  ").join([self._head, *self._notices])
+        if one.cell_len <= width or not self._notices:
+            one.truncate(width, overflow="ellipsis")
+            return [one]
+        head = self._head.copy()
+        head.truncate(width, overflow="ellipsis")
+        lines = [head]
+        for notice in self._notices:
+            lines.extend(notice.wrap(self.app.console, width))
+        if len(lines) > MAX_LINES:
+            lines = lines[:MAX_LINES]
+            lines[-1].append(" …")
+            lines[-1].truncate(width, overflow="ellipsis")
+        return lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._lines(width)) if width else 1
 
     def render(self) -> Text:
-        text = self._text.copy()
-        text.no_wrap = True
-        text.overflow = "ellipsis"
+        text = Text("\n").join(self._lines(self.size.width or 80))
+        text.no_wrap = True  # already laid out in lines at this width
         return text
