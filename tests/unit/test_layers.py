@@ -3,7 +3,8 @@ analysis → session → views, and only `sparktop/ui/` may use Textual.
 
 - static: every `import sparktop.X` in every module (at module level or inside a function) is read with `ast`
   and checked against the layer rules below;
-- at run time: a fresh interpreter imports every module outside `ui/` and must not have loaded Textual."""
+- at run time: a fresh interpreter imports every module outside `ui/` and must not have loaded Textual; the
+  seams split out of ui/ (ALONE) are also imported each alone, so none leans on another's imports."""
 
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sparktop.cluster": ("sparktop.ui",),
     "sparktop.footprints": ("sparktop.ui", "sparktop.session"),
     "sparktop.blackbox": ("sparktop.ui", "sparktop.session"),
+    # The stop / kill bookkeeping: collect, model, action_log, format, text; the dialogs are ui/stop.py's.
+    "sparktop.actions": (
+        "sparktop.ui", "sparktop.analysis", "sparktop.session", "sparktop.runner", "sparktop.plan",
+        "sparktop.guard", "sparktop.exporter", "sparktop.cluster", "sparktop.cli",
+    ),
 }  # fmt: skip
+# Modules that were split out of ui/ so they can be used without Textual: each is imported alone as well.
+ALONE = ("sparktop.actions", "sparktop.session")
 # The entry points that start a Textual app (imported lazily, inside the function that runs it).
 MAY_IMPORT_UI = ("sparktop.ui", "sparktop.cli", "sparktop.web_cli")
 
@@ -81,6 +89,12 @@ def test_no_module_imports_a_higher_layer(name: str, path: Path) -> None:
 
 def test_importing_everything_outside_ui_does_not_load_textual() -> None:
     names = [m for m, _ in modules() if not any(within(m, a) for a in MAY_IMPORT_UI)]
+    count, sample = textual_loaded_by(names)
+    assert count == "0", f"Textual was loaded by a module outside ui/: {sample}"
+
+
+def textual_loaded_by(names: list[str]) -> tuple[str, str]:
+    """(count, sample) of the textual modules a fresh interpreter has after importing `names`."""
     code = (
         "import importlib, sys\n"
         f"for name in {names!r}:\n"
@@ -91,4 +105,11 @@ def test_importing_everything_outside_ui_does_not_load_textual() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     count, sample = out.stdout.splitlines()[:2]
-    assert count == "0", f"Textual was loaded by a module outside ui/: {sample}"
+    return count, sample
+
+
+@pytest.mark.parametrize("name", ALONE)
+def test_a_seam_split_out_of_ui_does_not_load_textual(name: str) -> None:
+    assert name in {m for m, _ in modules()}, f"{name} is not a module any more: update ALONE"
+    count, sample = textual_loaded_by([name])
+    assert count == "0", f"importing {name} loaded Textual: {sample}"

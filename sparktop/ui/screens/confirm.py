@@ -9,7 +9,6 @@ The dialog returns True (confirmed) or False through `dismiss`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -19,24 +18,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from sparktop.actions import Target
 from sparktop.format import fmt_bytes
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a dialog names: a container (or a process) and the memory it holds now."""
-
-    label: str
-    cpu_bytes: int | None = None
-    gpu_bytes: int | None = None
-    image: str | None = None
-    project: str | None = None
-    service: str | None = None
-    detail: str | None = None  # a process's command line, a container's short id
-
-    @property
-    def total(self) -> int:
-        return (self.cpu_bytes or 0) + (self.gpu_bytes or 0)
 
 
 class ConfirmScreen(ModalScreen[bool]):

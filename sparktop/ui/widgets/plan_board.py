@@ -46,23 +46,19 @@ class DragList(OptionList):
         index = event.style.meta.get("option") if event.style else None
         if isinstance(index, int):
             return index
-        y = event.y - self.gutter.top + self.scroll_offset.y
-        lines = self._lines
-        if 0 <= event.x < self.size.width and 0 <= y < len(lines) and 0 <= event.y < self.size.height:
-            return lines[y][0]
-        return None
+        return self.option_index_at_screen(event.x, event.y)  # Pilot's events carry no style
 
     @property
     def dragging(self) -> bool:
         return self._drag is not None
 
-    async def _on_click(self, event: events.Click) -> None:
+    async def on_click(self, event: events.Click) -> None:
         event.prevent_default()  # OptionList would select (add / remove) on click: a click only highlights
         index = self.option_index_at(event)
         if index is not None:
             self.highlighted = index
 
-    async def _on_mouse_down(self, event: events.MouseDown) -> None:
+    async def on_mouse_down(self, event: events.MouseDown) -> None:
         if event.button != 1:
             return
         index = self.option_index_at(event)
@@ -77,7 +73,7 @@ class DragList(OptionList):
         self.capture_mouse()
         self.add_class("-dragging")
 
-    def _on_mouse_move(self, event: events.MouseMove) -> None:
+    def on_mouse_move(self, event: events.MouseMove) -> None:
         if self._drag is None:
             return
         self._drag.moved = True
@@ -85,7 +81,7 @@ class DragList(OptionList):
         for board_list in self.screen.query(DragList):
             board_list.set_class(board_list is target and target is not self, "-drop-target")
 
-    async def _on_mouse_up(self, event: events.MouseUp) -> None:
+    async def on_mouse_up(self, event: events.MouseUp) -> None:
         drag, self._drag = self._drag, None
         self.release_mouse()
         self.remove_class("-dragging")
@@ -100,10 +96,6 @@ class DragList(OptionList):
             index = target.option_index_at_screen(event.screen_x - region.x, event.screen_y - region.y)
         self.dropped(drag.key, target, index)
 
-    def _on_leave(self, event: events.Leave) -> None:
-        if self._drag is None:
-            super()._on_leave(event)
-
     def _target_at(self, x: float, y: float) -> Widget | None:
         """The DragList under a screen point, or the topmost widget there, or None off-screen."""
         try:
@@ -117,12 +109,13 @@ class DragList(OptionList):
         return widgets[0][0] if widgets else None
 
     def option_index_at_screen(self, x: float, y: float) -> int | None:
-        """The option at widget-relative (x, y), or None."""
-        row = int(y) - self.gutter.top + self.scroll_offset.y
-        if not (0 <= x < self.size.width and 0 <= y < self.size.height):
+        """The option at widget-relative (x, y), or None: OptionList tags every line it draws with its
+        option's index (style meta "option"), as its own click handler reads it."""
+        width, height = self.outer_size  # x, y count from the border's corner, as mouse events do
+        if not (0 <= x < width and 0 <= y < height):
             return None
-        lines = self._lines
-        return lines[row][0] if 0 <= row < len(lines) else None
+        index = self.get_style_at(int(x), int(y)).meta.get("option")
+        return index if isinstance(index, int) else None
 
     def dropped(self, key: str, target: Widget | None, index: int | None) -> None:
         """A drag of option `key` ended over `target` (index: the option there, if `target` is a list)."""

@@ -13,17 +13,15 @@ from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
 from rich.cells import cell_len
-from rich.style import Style
 from rich.text import Text
-from textual.cache import LRUCache
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
 
 from sparktop.analysis.row_trends import process_gpu, process_total
 from sparktop.collect.controllers import foreign_engine
 from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in, unit_name
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot, process_key
 from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
+from sparktop.ui.widgets.datatable_cache import ContentCachedDataTable
 
 T = TypeVar("T")
 
@@ -189,8 +187,9 @@ def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]
     return rows
 
 
-class ConsumerTable(DataTable, Generic[T]):
-    """A DataTable of `Row`s with a column set, a sort column, a filter and in-place updates."""
+class ConsumerTable(ContentCachedDataTable, Generic[T]):
+    """A DataTable of `Row`s with a column set, a sort column, a filter and in-place updates. Drawn through
+    `datatable_cache` (the one module that uses DataTable's private API); only public API here."""
 
     DEFAULT_CSS = """
     ConsumerTable { height: 1fr; }
@@ -205,9 +204,6 @@ class ConsumerTable(DataTable, Generic[T]):
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
-        # Rendered cells by what they show (see `_render_cell`); before super(), whose watchers clear it.
-        self._cells_drawn: LRUCache[tuple, tuple[object, Any]] = LRUCache(4096)
-        self._lines_drawn: LRUCache[tuple, tuple[tuple, Any]] = LRUCache(1024)
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True, header_height=2)
         self.specs = specs
         self.column_keys = [c for c in columns if c in specs]
@@ -299,7 +295,7 @@ class ConsumerTable(DataTable, Generic[T]):
         self.sort_column, self.sort_reverse = column, reverse
         for key in {old, column}:
             self.columns[key].label = Text(self._header(key))  # type: ignore[index]
-        self._require_update_dimensions = True
+        self.mark_dimensions_changed()
         self._sync()
 
     def next_sort_column(self) -> None:
@@ -339,7 +335,7 @@ class ConsumerTable(DataTable, Generic[T]):
                 changed.add(key)
                 if key in self.columns:
                     self.columns[key].label = Text(self._header(key))  # type: ignore[index]
-                    self._require_update_dimensions = True
+                    self.mark_dimensions_changed()
         return changed
 
     def _cell(self, key: str, value: Any, row: Row[T]) -> Cell:
@@ -404,94 +400,12 @@ class ConsumerTable(DataTable, Generic[T]):
 
     def _sort_if_needed(self) -> None:
         """Sort, unless the rows are already in order (DataTable.sort re-renders every cell)."""
-        column = self.columns.get(self.sort_column)  # type: ignore[call-overload]
-        order = list(self._row_locations)
-        if column is not None and len(order) == len(self._data):
-            keys = [_sort_key(self._data[row][column.key].sort_value) for row in order]  # type: ignore[union-attr]
+        if self.sort_column in self.columns:
+            keys = [_sort_key(cell.sort_value) for cell in self.get_column(self.sort_column)]  # in row order
             pairs = pairwise(keys)
             if all((b <= a) if self.sort_reverse else (a <= b) for a, b in pairs):
                 return
         self.sort(self.sort_column, key=lambda cell: _sort_key(cell.sort_value), reverse=self.sort_reverse)
-
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> Any:
-        """DataTable's cell cache is keyed by its update count, so one changed cell re-renders the whole
-        table (~10 ms per tick for 30 rows). This one is keyed by what the cell shows: the cell object (cells
-        are replaced, never mutated), its place (the row and column ride in the segments' meta), its style
-        and width; a cell draws again only when one of those changes."""
-        column_key = self._column_locations.get_key(column_index)
-        if row_index == -1:
-            row_key: RowKey | None = self._header_row_key
-            shown: object = self.columns[column_key].label if column_key is not None else None
-        else:
-            row_key = self._row_locations.get_key(row_index)
-            if column_index == -1:
-                row = self.rows.get(row_key) if row_key is not None else None
-                shown = row.label if row is not None else None
-            else:
-                shown = (
-                    self._data.get(row_key, {}).get(column_key)
-                    if row_key is not None and column_key is not None
-                    else None
-                )
-        row_meta = self.rows.get(row_key) if row_index != -1 and row_key is not None else None
-        key = (
-            row_index, column_index, row_key, column_key, id(shown), base_style, width, cursor, hover,
-            self._show_hover_cursor, self._pseudo_class_state, self.show_cursor, self.fixed_rows,
-            self.fixed_columns, self.cell_padding, self.header_height, row_meta.height if row_meta else None,
-        )  # fmt: skip
-        hit = self._cells_drawn.get(key)
-        if hit is not None and hit[0] is shown:
-            return hit[1]
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        self._cells_drawn[key] = (shown, lines)  # holds `shown`, so its id is not reused while cached
-        return lines
-
-    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Any:
-        """As `_render_cell`, for whole lines: DataTable's line cache is keyed by its update count too. This
-        one is keyed by the row's place, its cells and the column widths, so only changed rows draw again."""
-        try:
-            row_key, line_in_row = self._get_offsets(y)
-        except LookupError:
-            return super()._render_line(y, x1, x2, base_style)
-        columns = self.ordered_columns
-        if row_key is self._header_row_key:
-            row_index: int | None = -1
-            shown: tuple = tuple(column.label for column in columns)
-        else:
-            row_index = self._row_locations.get(row_key)
-            data = self._data.get(row_key, {})
-            row = self.rows.get(row_key)
-            shown = (row.label if row else None, *(data.get(column.key) for column in columns))
-        key = (
-            y, x1, x2, self.size.width, row_key, row_index, line_in_row, tuple(map(id, shown)),
-            tuple(column.get_render_width(self) for column in columns), self.cursor_coordinate,
-            self.hover_coordinate, base_style, self.cursor_type, self.show_cursor, self._show_hover_cursor,
-            self._pseudo_class_state, self.fixed_rows, self.fixed_columns, self.zebra_stripes,
-        )  # fmt: skip
-        hit = self._lines_drawn.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], shown, strict=True)):
-            return hit[1]
-        strip = super()._render_line(y, x1, x2, base_style)
-        self._lines_drawn[key] = (shown, strip)
-        return strip
-
-    def _clear_caches(self) -> None:
-        super()._clear_caches()
-        self._cells_drawn.clear()
-        self._lines_drawn.clear()
-
-    def notify_style_update(self) -> None:
-        self._cells_drawn.clear()
-        self._lines_drawn.clear()
-        super().notify_style_update()
 
     def _fit_columns(self) -> None:
         """Each column as wide as its widest cell or label, growing and shrinking. (DataTable's own
@@ -500,14 +414,14 @@ class ConsumerTable(DataTable, Generic[T]):
         for key, column in self.columns.items():
             if not column.auto_width:
                 continue
-            cells = (self._data[row_key][key] for row_key in self._data)
+            cells = self.get_column(key)
             label = max(cell_len(line) for line in column.label.plain.split("\n"))
             width = max([label, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
             if width != column.content_width:
                 column.content_width = width
                 changed = True
         if changed:
-            self._require_update_dimensions = True
+            self.mark_dimensions_changed()
 
     def on_resize(self) -> None:
         self._fit_last_column()
@@ -525,11 +439,11 @@ class ConsumerTable(DataTable, Generic[T]):
         if room >= 12:
             if last.auto_width or last.width != room:
                 last.auto_width, last.width = False, room
-                self._require_update_dimensions = True
+                self.mark_dimensions_changed()
                 self.refresh()
         elif not last.auto_width:
             last.auto_width = True
-            self._require_update_dimensions = True
+            self.mark_dimensions_changed()
             self.refresh()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
