@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from textual.notifications import SeverityLevel
 
 from sparktop.action_log import ActionLog
+from sparktop.analysis.served import ModelPart
 from sparktop.collect import signals
 from sparktop.collect.control import ContainerController, ControlError, StopTimeout
 from sparktop.collect.controllers import (
@@ -50,7 +51,7 @@ READ_ONLY = "read-only mode (--read-only or read_only in the config): stopping a
 GONE_WAIT_SNAPSHOTS = 10
 
 Phase = Literal["stopping", "killing", "timeout", "stopped"]
-Row = ContainerInfo | ProcessInfo | None
+Row = ContainerInfo | ProcessInfo | ModelPart | None
 
 
 class _TableRow(Protocol):
@@ -163,6 +164,8 @@ class StopActions:
 
     def stop(self, row: Row) -> None:
         """`s`: stop the selected container, or the container of the selected process."""
+        if self._is_model(row):
+            return
         container = self._container_of(row, "s")
         if container is None:
             return
@@ -174,6 +177,8 @@ class StopActions:
 
     def kill(self, row: Row) -> None:
         """`K`: kill the selected container (after a stop timed out, say), or SIGKILL a host process."""
+        if self._is_model(row):
+            return
         if isinstance(row, ProcessInfo) and not row.container_id:
             self._signal(row, _signal.SIGKILL)
             return
@@ -188,6 +193,8 @@ class StopActions:
 
     def terminate(self, row: Row) -> None:
         """`k`: SIGTERM the selected process (outside containers)."""
+        if self._is_model(row):
+            return
         if isinstance(row, ProcessInfo) and not row.container_id:
             self._signal(row, _signal.SIGTERM)
             return
@@ -202,6 +209,8 @@ class StopActions:
 
     def stop_project(self, row: Row) -> None:
         """`S`: stop every running container of the selected container's compose project."""
+        if self._is_model(row):
+            return
         container = self._container_of(row, "S")
         if container is None:
             return
@@ -445,6 +454,17 @@ class StopActions:
         self._say(f"sent {sig.name} to {proc.name} ({proc.pid})")
 
     # -- helpers -------------------------------------------------------------------------------------------
+
+    def _is_model(self, row: Row) -> bool:
+        """A served model's row is part of its server's row, not a process or a container: no key acts on
+        it (a signal goes only to the process or container the user selected and confirmed). Says so."""
+        if not isinstance(row, ModelPart):
+            return False
+        how = f" (`ollama stop {row.name}` unloads it alone)" if row.server == "ollama" else ""
+        self._say(
+            f"{row.name} is a model inside {row.server}: select the server's row to stop it{how}", "warning"
+        )
+        return True
 
     def _container_of(self, row: Row, key: str) -> ContainerInfo | None:
         """The container a container action applies to, or None after saying why there is none."""
