@@ -19,6 +19,7 @@ from signal import Signals
 from typing import Any, Literal, Protocol, TypeVar
 
 from sparktop.action_log import ActionLog
+from sparktop.analysis.served import ModelPart
 from sparktop.collect import signals
 from sparktop.collect.control import ContainerController, ControlError, StopTimeout
 from sparktop.collect.controllers import (
@@ -39,7 +40,7 @@ GONE_WAIT_SNAPSHOTS = 10
 Phase = Literal["stopping", "killing", "timeout", "stopped"]
 # The same three words as Textual's SeverityLevel, so a Report's severity goes straight to `notify`.
 Severity = Literal["information", "warning", "error"]
-Row = ContainerInfo | ProcessInfo | None
+Row = ContainerInfo | ProcessInfo | ModelPart | None
 What = Literal["stop", "kill"]
 
 ROW_STATUS: dict[Phase, str] = {
@@ -202,6 +203,17 @@ class StopBook:
         if self.read_only:
             return Report(READ_ONLY, "warning")
         return Report(no_controller_reason(self.source), "warning")
+
+    @staticmethod
+    def model_refusal(row: Row) -> Report | None:
+        """A served model's row is part of its server's row, not a process or a container: no key acts on
+        it (a signal goes only to the process or container the user selected and confirmed). Says so."""
+        if not isinstance(row, ModelPart):
+            return None
+        how = f" (`ollama stop {row.name}` unloads it alone)" if row.server == "ollama" else ""
+        return Report(
+            f"{row.name} is a model inside {row.server}: select the server's row to stop it{how}", "warning"
+        )
 
     def container_of(self, row: Row, key: str, snapshot: Snapshot | None) -> ContainerInfo | Report:
         """The container a container key (`s`, `S`, `K`) acts on for the selected row, or why none."""

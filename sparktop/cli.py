@@ -190,7 +190,7 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
             opts.read_only = opts.read_only or not opts.exporter_actions
             source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
         else:
-            source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+            source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
         print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
         return 2

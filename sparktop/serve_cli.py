@@ -10,6 +10,10 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparktop.settings.config import Config
 
 DEFAULT_PORT = 9877
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
@@ -63,9 +67,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_lines(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[float, int, int, float]:
-    """(interval, safe bytes, max bytes, history hours) from the config file and the flags, by the
-    dashboard's rules (a bad flag is a usage error naming it)."""
+def load_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> Config:
+    """The config file with the flags on top, by the dashboard's rules: the file's problems are printed
+    (that key keeps its default), a bad flag is a usage error naming it."""
     from sparktop.settings.config import apply_overrides, load_config
     from sparktop.settings.files import SettingsError
 
@@ -75,10 +79,19 @@ def load_lines(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tup
     flags = {"interval": ("--interval", opts.interval), "safe_gb": ("--safe", opts.safe),
              "max_gb": ("--max", opts.max)}  # fmt: skip
     try:
-        config = apply_overrides(config, flags)
+        return apply_overrides(config, flags)
     except SettingsError as exc:
         parser.error(str(exc))
+
+
+def lines_of(config: Config) -> tuple[float, int, int, float]:
+    """(interval, safe bytes, max bytes, history hours)."""
     return config.interval, config.safe_bytes, config.max_bytes, config.history_hours
+
+
+def load_lines(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[float, int, int, float]:
+    """(interval, safe bytes, max bytes, history hours) from the config file and the flags."""
+    return lines_of(load_settings(parser, opts))
 
 
 def main(argv: list[str]) -> int:
@@ -95,9 +108,10 @@ def run(opts: argparse.Namespace) -> int:
         host, port = parse_listen(opts.listen)
     except ValueError as exc:
         parser.error(str(exc))
-    interval, safe, aggressive, hours = load_lines(parser, opts)
+    config = load_settings(parser, opts)
+    interval, safe, aggressive, hours = lines_of(config)
     try:
-        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
         print(f"sparktop serve: {exc}", file=sys.stderr)
         return 2

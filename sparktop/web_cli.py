@@ -18,7 +18,7 @@ import shlex
 import socket
 import sys
 
-from sparktop.serve_cli import add_line_arguments, add_source_arguments, load_lines
+from sparktop.serve_cli import add_line_arguments, add_source_arguments, lines_of, load_settings
 
 DEFAULT_PORT = 8765
 
@@ -78,13 +78,14 @@ def run(opts: argparse.Namespace) -> int:
     parser = _parser()  # for its usage errors
     if not 0 < opts.port <= 65535:
         parser.error("--port must be 1-65535")
-    interval, safe, aggressive, hours = load_lines(parser, opts)
+    config = load_settings(parser, opts)
+    interval, safe, aggressive, hours = lines_of(config)
     problem = _port_free(opts.host, opts.port)
     if problem:
         print(f"sparktop web: cannot listen on {opts.host}:{opts.port}: {problem}", file=sys.stderr)
         return 2
     try:
-        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
         print(f"sparktop web: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparktop.format import fmt_duration
 from sparktop.model import Accounting, Consumer, ServedModel, ServiceReport, Snapshot
+
+NEVER_S = 10 * 365 * 86400.0  # keep_alive -1 shows as a date centuries away
 
 
 def model_key(report: ServiceReport, model: ServedModel) -> str:
@@ -77,6 +80,86 @@ def split_models(snapshot: Snapshot) -> Accounting | None:
 
 
 @dataclass(frozen=True)
+class ModelPart:
+    """A served model as a part of its server's row in the containers or processes table: the slice
+    `split_models` gave it. Not a process or a container: nothing can be stopped or signalled through it."""
+
+    key: str  # its consumer key (model:<endpoint>:<name>), the row's key
+    name: str
+    server: str  # "ollama", "vllm", ...
+    owner: str  # the consumer key of the server's container or process: the row it is drawn under
+    cpu_bytes: int
+    gpu_bytes: int
+    unload_in_s: float | None  # None: not known, or it stays loaded (see `stays_loaded`)
+    stays_loaded: bool = False  # Ollama keep_alive -1
+    reserved: bool = False  # its slice is what the server reserved at start-up (vLLM), not what it reports
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def total(self) -> int:
+        return self.cpu_bytes + self.gpu_bytes
+
+    @property
+    def note(self) -> str:
+        """`unloads in 4 min`, `unloading`, `stays loaded`, `reserved at start`; "" when the server does
+        not say."""
+        if self.stays_loaded:
+            return "stays loaded"
+        if self.unload_in_s is None:
+            return "reserved at start" if self.reserved else ""
+        return f"unloads in {fmt_duration(self.unload_in_s)}" if self.unload_in_s >= 1 else "unloading"
+
+
+@dataclass(frozen=True)
+class ServedSplit:
+    """What the tables need from `split_models`: the model parts under each owner's row, and how much
+    (CPU side, GPU side) the models took from each consumer (its row shows the rest, the server's own)."""
+
+    parts: dict[str, list[ModelPart]]
+    taken: dict[str, tuple[int, int]]
+
+
+NO_SPLIT = ServedSplit({}, {})
+
+
+def served_split(snapshot: Snapshot, split: Accounting | None) -> ServedSplit:
+    """The parts and what they took, from `split = split_models(snapshot)` (computed once a tick, for the
+    budget bar): a row and its parts add up to what the row showed before, as segments do in the bar."""
+    original = snapshot.accounting
+    if split is None or original is None or split is original:
+        return NO_SPLIT  # nothing was split: no model server, or none whose owner holds memory
+    models = {model_key(r, m): (r, m) for r in snapshot.services for m in r.models}
+    parts: dict[str, list[ModelPart]] = {}
+    for c in split.consumers:
+        if c.parent is None or c.key not in models:
+            continue
+        report, model = models[c.key]
+        left = None if model.expires_at is None else model.expires_at - snapshot.timestamp
+        part = ModelPart(
+            key=c.key,
+            name=model.name,
+            server=report.server or "server",
+            owner=c.parent,
+            cpu_bytes=c.cpu_bytes,
+            gpu_bytes=c.gpu_bytes,
+            unload_in_s=None if left is None or left > NEVER_S else max(0.0, left),
+            stays_loaded=left is not None and left > NEVER_S,
+            reserved=model.gpu_bytes is None and bool(model.reserved_bytes),  # as split_models took it
+        )
+        parts.setdefault(c.parent, []).append(part)
+    before = {c.key: c for c in original.consumers}
+    taken: dict[str, tuple[int, int]] = {}
+    for c in split.consumers:
+        was = before.get(c.key)
+        if was is not None and (was.cpu_bytes != c.cpu_bytes or was.gpu_bytes != c.gpu_bytes):
+            taken[c.key] = (was.cpu_bytes - c.cpu_bytes, was.gpu_bytes - c.gpu_bytes)
+    return ServedSplit(parts, taken)
+
+
+@dataclass(frozen=True)
 class ModelRow:
     server: str  # "ollama 0.12.6"
     endpoint: str
@@ -90,9 +173,6 @@ class ModelRow:
     waiting: int | None
     tokens_per_s: float | None
     unload_in_s: float | None  # None: not known or never
-
-
-NEVER_S = 10 * 365 * 86400.0  # keep_alive -1 shows as a date centuries away
 
 
 def model_rows(snapshot: Snapshot) -> tuple[list[ModelRow], list[str], list[str]]:

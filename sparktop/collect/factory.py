@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparktop.collect.source import SnapshotSource
+
+if TYPE_CHECKING:
+    from sparktop.settings.config import Config
 
 
 class SourceError(Exception):
     """The requested source cannot be opened; str() is one line for the user."""
 
 
-def open_source(demo: str | None = None, replay: str | None = None, seed: int = 0) -> SnapshotSource:
-    """The source for the command-line flags: `--demo [SCENARIO]`, `--replay FILE` or, by default, live."""
+def open_source(
+    demo: str | None = None, replay: str | None = None, seed: int = 0, config: Config | None = None
+) -> SnapshotSource:
+    """The source for the command-line flags: `--demo [SCENARIO]`, `--replay FILE` or, by default, live
+    (its add-on collectors made with the user's `config`: the model servers it lists, say)."""
     if demo is not None and replay is not None:
         raise SourceError("choose one of --demo and --replay")
     if demo is not None:
@@ -34,7 +41,7 @@ def open_source(demo: str | None = None, replay: str | None = None, seed: int = 
             raise SourceError(f"{path}: {exc}") from exc
     from sparktop.collect.sampler import LiveSource
 
-    return LiveSource()
+    return LiveSource(config=config)
 
 
 make_source = open_source  # the name before the collector seam; kept while other branches still use it

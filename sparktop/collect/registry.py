@@ -1,8 +1,9 @@
 """The add-on collectors a live source runs every tick, and the one guard every optional part goes through.
 
 `ADD_ONS` has one line per add-on collector: its name and where its class lives ("module:Class", made with no
-arguments). They are imported when a source first uses them, so an add-on costs nothing at start-up, and one
-that cannot be imported or made is reported once (`Snapshot.errors`) while the others run.
+arguments; or, for one marked `config=True`, a function called with the user's `Config`, which reads its own
+settings from it). They are imported when a source first uses them, so an add-on costs nothing at start-up,
+and one that cannot be imported or made is reported once (`Snapshot.errors`) while the others run.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import contextlib
 import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from sparktop.collect.base import Collector, one_line
 from sparktop.model import ServiceReport, Snapshot
+
+if TYPE_CHECKING:
+    from sparktop.settings.config import Config
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -24,12 +28,13 @@ R = TypeVar("R")
 class AddOn:
     name: str
     target: str  # "package.module:Class", called with no arguments
+    config: bool = False  # the target is called with the user's Config instead (its own settings are in it)
 
 
 # One line per add-on collector (see sparktop/collect/base.py for what a collector must do). Order matters:
 # footprints records what the servers collector reported this tick.
 ADD_ONS: tuple[AddOn, ...] = (
-    AddOn("servers", "sparktop.collect.servers.collector:ServersCollector"),
+    AddOn("servers", "sparktop.collect.servers.collector:from_config", config=True),
     AddOn("footprints", "sparktop.footprints:FootprintCollector"),
     AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),
 )
@@ -88,11 +93,17 @@ class Guarded(Generic[T]):
                 close()
 
 
-def _importer(target: str) -> Callable[[], Collector]:
+def _importer(add_on: AddOn, config: Config | None) -> Callable[[], Collector]:
     def make() -> Collector:
-        module, _, attr = target.partition(":")
+        module, _, attr = add_on.target.partition(":")
         factory = getattr(importlib.import_module(module), attr)
-        return factory()
+        if not add_on.config:
+            return factory()
+        if config is None:  # a source opened without the user's settings: the defaults
+            from sparktop.settings.config import Config
+
+            return factory(Config())
+        return factory(config)
 
     return make
 
@@ -121,14 +132,18 @@ class AddOns:
     failure is one line in `Snapshot.errors`, and no collector can stop the others."""
 
     def __init__(
-        self, collectors: Iterable[Collector] | None = None, add_ons: Sequence[AddOn] = ADD_ONS
+        self,
+        collectors: Iterable[Collector] | None = None,
+        add_ons: Sequence[AddOn] = ADD_ONS,
+        config: Config | None = None,
     ) -> None:
-        """`collectors`: made collectors to run (tests, the demo); None: the registry's `add_ons`."""
+        """`collectors`: made collectors to run (tests, the demo); None: the registry's `add_ons`, made with
+        the user's `config` where they ask for it (None: the defaults)."""
         if collectors is not None:
             self._parts = [Guarded(c.name, part=c) for c in collectors]
         else:
             self._parts = [
-                Guarded(a.name, make=_importer(a.target), what=f"{a.name} collector") for a in add_ons
+                Guarded(a.name, make=_importer(a, config), what=f"{a.name} collector") for a in add_ons
             ]
 
     def __len__(self) -> int:

@@ -17,7 +17,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sparktop.collect.base import Collector
 from sparktop.collect.cgroups import CgroupFS
@@ -34,6 +34,9 @@ from sparktop.model import (
     Snapshot,
 )
 from sparktop.text import one_line
+
+if TYPE_CHECKING:
+    from sparktop.settings.config import Config
 
 __all__ = ["LiveSource"]
 
@@ -108,9 +111,9 @@ class LiveSource:
 
     `nvml` (`.collect() -> GpuReport`) and `docker` (`.containers() -> (id -> info, DockerStatus)`) default
     to `NvmlCollector()` and `DockerDiscovery()`, made on first use; `collectors` (add-ons, see
-    collect/base.py) default to the registry's. Each goes through one guard (`Guarded`): if one cannot be
-    imported or made, or fails this tick, the snapshot says why and everything else still works. `close()`
-    closes them all, whoever made them."""
+    collect/base.py) default to the registry's, made with the user's `config` (its `[[servers]]`, say). Each
+    goes through one guard (`Guarded`): if one cannot be imported or made, or fails this tick, the snapshot
+    says why and everything else still works. `close()` closes them all, whoever made them."""
 
     name = "live"
 
@@ -123,6 +126,7 @@ class LiveSource:
         pss_top_n: int = 10,
         pss_interval: float = 10.0,
         collectors: list[Collector] | None = None,
+        config: Config | None = None,
     ) -> None:
         self.proc_root = Path(proc_root)
         self.scanner = ProcessScanner(self.proc_root)
@@ -131,7 +135,7 @@ class LiveSource:
         self._pressure_path = self.proc_root / "pressure" / "memory"
         self._nvml = Guarded("NVML", _nvml_collector, nvml, what="NVML collector")
         self._docker = Guarded("Docker", _docker_discovery, docker, what="Docker discovery")
-        self._add_ons = AddOns(collectors)
+        self._add_ons = AddOns(collectors, config=config)
         self._skip_discovery = False
         self._asked_for: set[str] = set()  # unnamed Docker container ids the engine was asked about again
         self._last_memory: HostMemory | None = None

@@ -68,22 +68,23 @@ def run(opts: argparse.Namespace) -> int:
     from sparktop.guard.alerts import Alerts
     from sparktop.guard.service import STATE_FILE, Guard
     from sparktop.runner import SessionRunner
-    from sparktop.serve_cli import load_lines
+    from sparktop.serve_cli import lines_of, load_settings
     from sparktop.session import Session
 
     parser = _parser()  # for its usage errors
     if opts.duration is not None and not opts.duration > 0:
         parser.error("--duration must be greater than 0")
-    interval, safe, aggressive, hours = load_lines(parser, opts)
+    config = load_settings(parser, opts)
+    interval, safe, aggressive, hours = lines_of(config)
     settings, problems = load_guard_settings(opts.config)
-    for problem in problems:  # load_lines has printed them; say what a bad [guard] table means here
+    for problem in problems:  # load_settings has printed them; say what a bad [guard] table means here
         if "guard." in problem or ": guard:" in problem:
             print(
                 visible(f"sparktop guard: {problem}: the [guard] table is not used (no policy)"),
                 file=sys.stderr,
             )
     try:
-        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed)
+        source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
         print(f"sparktop guard: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -84,6 +85,46 @@ def _theme_name(value: str) -> str:
     return value
 
 
+def _server_url(value: str) -> str:
+    """An `http(s)://host:port[/prefix]` URL, refused in plain words: sparktop probes exactly this."""
+    if not value.isprintable() or any(c.isspace() for c in value):
+        raise ValueError("must not contain spaces or control characters")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not value.startswith(f"{parts.scheme}://"):
+        raise ValueError(f"must start with http:// or https://, not {value!r}")
+    if not parts.hostname:
+        raise ValueError(f"names no host: {value!r}")
+    if parts.username is not None or parts.password is not None:
+        # sparktop sends no credentials, and would show them on screen in every error about this server
+        raise ValueError("must not hold a user name or password")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port is None:
+        # Without it the URL means port 80, which is rarely what a model server listens on.
+        raise ValueError(f"needs a port ({parts.scheme}://{parts.netloc}:11434, say), not {value!r}")
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be 1-65535, not {value!r}")
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise ValueError("must not have a query or fragment")
+    return value
+
+
+# The protocols sparktop speaks; the collector maps "llamacpp" to its "llama.cpp".
+SERVER_KINDS = ("ollama", "vllm", "sglang", "llamacpp")
+
+
+class ServerEndpoint(BaseModel):
+    """One `[[servers]]` table: a model server to probe besides those found without configuration (default
+    ports, OLLAMA_HOST, ports that containers publish). Without `kind` it is identified by what it answers."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    url: Annotated[str, AfterValidator(_server_url)]
+    kind: Literal["ollama", "vllm", "sglang", "llamacpp"] | None = None
+
+
 Interval = Annotated[float, Field(allow_inf_nan=True), finite_between(*INTERVAL_RANGE, "seconds")]
 LineGB = Annotated[float, Field(allow_inf_nan=True), finite_between(0, MAX_LINE_GB, "GB", low_open=True)]
 
@@ -113,6 +154,8 @@ class Config(BaseModel):
     ] = 6.0
     # `sparktop guard`: forecast, black box and the opt-in stop policy (settings/guard.py).
     guard: GuardSettings = Field(default_factory=GuardSettings)
+    # `[[servers]]`: model servers to probe besides the ones found without configuration.
+    servers: list[ServerEndpoint] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _lines_in_order(self) -> Config:
@@ -135,12 +178,37 @@ DEFAULTS = Config()
 _LINE_KEYS = ("safe_gb", "max_gb")
 
 
+def _good_servers(
+    entries: list[Any], file: str | None, lines: KeyLines | None
+) -> tuple[list[Any], list[SettingsError]]:
+    """The `[[servers]]` entries that are valid, and one error per bad one: a typo in one server's table
+    leaves that server out, not the others."""
+    good: list[Any] = []
+    problems: list[SettingsError] = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            line = lines.line(("servers", index)) if lines else None
+            message = f"each entry must be a table (url = ..., kind = ...), not {entry!r}"
+            problems.append(SettingsError(file, line, "servers", message))
+            continue
+        try:
+            ServerEndpoint.model_validate(entry)
+        except ValidationError as exc:
+            first = problems_from(exc, file, lines, prefix=("servers", index))[0]  # one line per entry
+            problems.append(SettingsError(first.file, first.line, f"servers.{first.key}", first.message))
+        else:
+            good.append(entry)
+    return good, problems
+
+
 def _validate_keeping_good(
     data: dict[str, Any], file: str | None, lines: KeyLines | None
 ) -> tuple[Config, list[SettingsError]]:
     """The config from `data`, with every key pydantic refuses left at its default; one error per refusal."""
     problems: list[SettingsError] = []
     data = dict(data)
+    if isinstance(data.get("servers"), list):
+        data["servers"], problems = _good_servers(data["servers"], file, lines)
     while True:
         try:
             return Config.model_validate(data), problems
@@ -215,8 +283,10 @@ __all__ = [
     "DEFAULT_CONTAINER_COLUMNS",
     "DEFAULT_PROCESS_COLUMNS",
     "PROCESS_COLUMNS",
+    "SERVER_KINDS",
     "UNITS",
     "Config",
+    "ServerEndpoint",
     "apply_overrides",
     "config_from_mapping",
     "default_config_path",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -36,7 +37,7 @@ from sparktop.analysis.headroom import engine_headroom
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.row_trends import RowTrends
-from sparktop.analysis.served import model_rows, split_models
+from sparktop.analysis.served import ModelPart, model_rows, served_split, split_models
 from sparktop.analysis.trend import CreepAlert, collecting_s
 from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.format import fmt_size
@@ -83,11 +84,11 @@ def tick_failure(exc: BaseException, interval: float) -> str:
     return f"this update failed ({what}); retrying every {interval:g} s"
 
 
-class ContainersTable(ConsumerTable[ContainerInfo]):
+class ContainersTable(ConsumerTable[ContainerInfo | ModelPart]):
     pass
 
 
-class ProcessesTable(ConsumerTable[ProcessInfo]):
+class ProcessesTable(ConsumerTable[ProcessInfo | ModelPart]):
     pass
 
 
@@ -458,8 +459,10 @@ class SparktopApp(App[None]):
         assert accounting is not None
         total = snapshot.memory.total
         bar = self.query_one(BudgetBar)
-        # A model server's slice is split into one segment per loaded model (the rest stays the server's).
-        bar.show(split_models(snapshot) or accounting, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
+        # A model server's slice is split into one segment per loaded model (the rest stays the server's);
+        # the tables split its row the same way, from the same split.
+        split = split_models(snapshot) or accounting
+        bar.show(split, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
         colors = {seg.key: seg.color for seg in bar.segments}
         self.query_one(GpuMemoryBar).show(accounting.gpu_memory, colors, units, palette)
         self.query_one(WhatIfPane).refresh_baseline(snapshot)
@@ -485,11 +488,13 @@ class SparktopApp(App[None]):
             self._redraw_chart()
         active = self.query_one(TabbedContent).active
 
-        def containers() -> list[Row[ContainerInfo]]:
-            return self.stops.mark_rows(container_rows(snapshot, self._rate))
+        served = functools.cache(lambda: served_split(snapshot, split))  # for either table, made once
 
-        def processes() -> list[Row[ProcessInfo]]:
-            return process_rows(snapshot, self.session.process_rate_per_min)
+        def containers() -> list[Row[ContainerInfo | ModelPart]]:
+            return self.stops.mark_rows(container_rows(snapshot, self._rate, served()))
+
+        def processes() -> list[Row[ProcessInfo | ModelPart]]:
+            return process_rows(snapshot, self.session.process_rate_per_min, served())
 
         for table, rows in ((self.query_one(ContainersTable), containers),
                             (self.query_one(ProcessesTable), processes)):  # fmt: skip
@@ -603,19 +608,18 @@ class SparktopApp(App[None]):
     # -- selection (for actions that act on a row) ---------------------------------------------------------
 
     def selected_container(self) -> ContainerInfo | None:
-        return self.query_one(ContainersTable).selected_item()
+        item = self.query_one(ContainersTable).selected_item()
+        return item if isinstance(item, ContainerInfo) else None
 
     def selected_process(self) -> ProcessInfo | None:
-        return self.query_one(ProcessesTable).selected_item()
+        item = self.query_one(ProcessesTable).selected_item()
+        return item if isinstance(item, ProcessInfo) else None
 
-    def _selected_row(self) -> ContainerInfo | ProcessInfo | None:
-        """The row the stop and signal keys act on: the selection of the table on screen."""
-        active = self.query_one(TabbedContent).active
-        if active == "containers":
-            return self.selected_container()
-        if active == "processes":
-            return self.selected_process()
-        return None
+    def _selected_row(self) -> ContainerInfo | ProcessInfo | ModelPart | None:
+        """The row the stop and signal keys act on: the selection of the table on screen (a model's row
+        is passed as it is: the keys refuse it, saying why)."""
+        table = self._active_table()
+        return table.selected_item() if table is not None else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.has_class("-too-small") and action not in ("quit", "help"):

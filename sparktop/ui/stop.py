@@ -131,6 +131,8 @@ class StopActions:
 
     def stop(self, row: Row) -> None:
         """`s`: stop the selected container, or the container of the selected process."""
+        if self._refused_model(row):
+            return
         container = self._container_of(row, "s")
         if container is None:
             return
@@ -144,6 +146,8 @@ class StopActions:
 
     def kill(self, row: Row) -> None:
         """`K`: kill the selected container (after a stop timed out, say), or SIGKILL a host process."""
+        if self._refused_model(row):
+            return
         if isinstance(row, ProcessInfo) and not row.container_id:
             self._signal(row, _signal.SIGKILL)
             return
@@ -154,6 +158,8 @@ class StopActions:
 
     def terminate(self, row: Row) -> None:
         """`k`: SIGTERM the selected process (outside containers)."""
+        if self._refused_model(row):
+            return
         if isinstance(row, ProcessInfo) and not row.container_id:
             self._signal(row, _signal.SIGTERM)
             return
@@ -161,6 +167,8 @@ class StopActions:
 
     def stop_project(self, row: Row) -> None:
         """`S`: stop every running container of the selected container's compose project."""
+        if self._refused_model(row):
+            return
         container = self._container_of(row, "S")
         if container is None:
             return
@@ -175,6 +183,12 @@ class StopActions:
             )
         else:
             self._confirm_project(project, self.book.snapshot_project(project, self.app.latest))
+
+    def _refused_model(self, row: Row) -> bool:
+        refusal = self.book.model_refusal(row)
+        if refusal is not None:
+            self._say_all([refusal])
+        return refusal is not None
 
     # -- results from snapshots ----------------------------------------------------------------------------
 

@@ -98,7 +98,13 @@ async def test_sort_by_keys_and_header_click():
         await pilot.press("2")
         table = app.query_one(ContainersTable)
         assert table.sort_column == "total" and table.sort_reverse
-        totals = [table._rows[k].values["total"] for k in table_keys(table)]
+        # A model server's row sorts by what it holds with its models' rows (drawn under it).
+        rows = table._rows
+        totals = [
+            sum(r.values["total"] for r in rows.values() if k in (r.key, r.parent))
+            for k in table_keys(table)
+            if rows[k].parent is None
+        ]
         assert totals == sorted(totals, reverse=True)
 
         await pilot.press("o")  # next column after total: trend
@@ -110,7 +116,7 @@ async def test_sort_by_keys_and_header_click():
         await pilot.click(ContainersTable, offset=(3, 0))
         await pilot.pause()
         assert table.sort_column == "name" and not table.sort_reverse
-        names = [table._rows[k].values["name"] for k in table_keys(table)]
+        names = [table._rows[k].values["name"] for k in table_keys(table) if table._rows[k].parent is None]
         assert names == sorted(names, key=str.lower)
         await pilot.click(ContainersTable, offset=(3, 0))
         assert table.sort_reverse
@@ -138,7 +144,8 @@ async def test_filter_with_slash():
         assert containers.row_count == 2
         # Esc clears it.
         await pilot.press("slash", "escape")
-        assert containers.row_count == len(app.latest.containers)
+        models = sum(len(r.models) for r in app.latest.services)  # a row each, under its server's
+        assert models == 1 and containers.row_count == len(app.latest.containers) + models
 
 
 async def test_selection_survives_refreshes_and_resort():
@@ -212,6 +219,8 @@ async def test_selected_container_lookup():
         container = app.selected_container()
         assert container is not None
         assert container.name == "ollama"  # the largest, first by total
+        await pilot.press("down")  # its model's row: no container
+        assert app.selected_container() is None
         await pilot.press("down")
         assert app.selected_container().name == "ssd-tetris-train-1"
 

@@ -82,3 +82,59 @@ def test_live_source_carries_a_model_server_read_over_http(httpserver):
         assert [m.name for m in report.models] == ["llama3.1:70b", "qwen2.5-coder:7b"]
     finally:
         source.close()
+
+
+def test_a_server_from_the_config_file_is_probed_by_the_live_source(httpserver, tmp_path):
+    """`[[servers]]` in config.toml → the settings and the source the dashboard opens (as `sparktop
+    --config FILE` does) → the registry's servers collector → the server's models in Snapshot.services."""
+    from sparktop.cli import build_parser, settings_from
+    from sparktop.collect.factory import open_source
+
+    httpserver.expect_request("/api/ps").respond_with_json(
+        json.loads((DATA / "ollama-0.12-ps.json").read_text())
+    )
+    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
+    url = httpserver.url_for("/").rstrip("/")  # http://localhost:PORT: not a default port, not published
+    path = tmp_path / "config.toml"
+    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
+    argv = ["--config", str(path)]
+    opts = build_parser(argv).parse_args(argv)
+    config, problems = settings_from(opts)
+    assert problems == []
+    source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
+    try:
+        deadline = time.monotonic() + 10
+        mine: list[ServiceReport] = []
+        while not mine and time.monotonic() < deadline:
+            mine = [r for r in source.sample().services if r.endpoint == url]
+            time.sleep(0.05)
+        (report,) = mine
+        assert report.server == "ollama" and report.version == "0.12.6" and report.error is None
+        assert [m.name for m in report.models] == ["llama3.1:70b", "qwen2.5-coder:7b"]
+    finally:
+        source.close()
+
+
+def test_a_configured_server_without_kind_is_identified_by_what_it_answers(httpserver):
+    from sparktop.collect.registry import ADD_ONS
+    from sparktop.settings.config import Config
+
+    httpserver.expect_request("/metrics").respond_with_data("", status=404)
+    httpserver.expect_request("/api/ps").respond_with_json(
+        json.loads((DATA / "ollama-0.12-ps.json").read_text())
+    )
+    url = httpserver.url_for("/").rstrip("/")
+    config = Config.model_validate({"servers": [{"url": url}]})
+    servers = [a for a in ADD_ONS if a.name == "servers"]
+    add_ons = AddOns(add_ons=servers, config=config)
+    try:
+        deadline = time.monotonic() + 10
+        mine: list[ServiceReport] = []
+        while not mine and time.monotonic() < deadline:
+            snap = _snapshot()
+            add_ons.collect(snap)
+            mine = [r for r in snap.services if r.endpoint == url]
+            time.sleep(0.05)
+        assert [r.server for r in mine] == ["ollama"]
+    finally:
+        add_ons.close()

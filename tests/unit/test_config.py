@@ -155,3 +155,83 @@ def test_unreadable_file(tmp_path):
     config, errors = load_config(path)
     assert config == Config()
     assert errors == [f"{path}:2: not UTF-8 text (byte 0xff at offset 13); using the defaults"]
+
+
+# --- [[servers]]: model servers probed besides the ones found without configuration ---
+
+
+def test_servers_tables_are_read(tmp_path):
+    path = write(
+        tmp_path,
+        """
+[[servers]]
+url = "http://10.0.0.5:11434"
+kind = "ollama"
+
+[[servers]]
+url = "https://gpu-box.lan:8443/vllm"
+""",
+    )
+    config, errors = load_config(path)
+    assert errors == []
+    assert [(s.url, s.kind) for s in config.servers] == [
+        ("http://10.0.0.5:11434", "ollama"),
+        ("https://gpu-box.lan:8443/vllm", None),
+    ]
+    assert Config().servers == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('url = "10.0.0.5:11434"', "servers.url: must start with http:// or https://, not '10.0.0.5:11434'"),
+        ('url = "ftp://10.0.0.5:21"', "servers.url: must start with http:// or https://, not 'ftp://10.0.0.5:21'"),
+        ('url = "http://:11434"', "servers.url: names no host: 'http://:11434'"),
+        ('url = "http://10.0.0.5"', "servers.url: needs a port (http://10.0.0.5:11434, say), not 'http://10.0.0.5'"),
+        ('url = "http://10.0.0.5:99999"', "servers.url: port must be 1-65535, not 'http://10.0.0.5:99999'"),
+        ('url = "http://10.0.0.5:0"', "servers.url: port must be 1-65535, not 'http://10.0.0.5:0'"),
+        ('url = "http://10.0.0.5:11x"', "servers.url: port must be 1-65535, not 'http://10.0.0.5:11x'"),
+        ('url = "http://me:secret@10.0.0.5:11434"', "servers.url: must not hold a user name or password"),
+        ('url = "http://10.0.0.5:11434/?x=1"', "servers.url: must not have a query or fragment"),
+        ('url = "http://10.0.0.5 :11434"', "servers.url: must not contain spaces or control characters"),
+        ("url = 11434", "servers.url: must be a string, not 11434"),
+        ('url = "http://10.0.0.5:11434"\nkind = "tgi"',
+         "servers.kind: must be 'ollama', 'vllm', 'sglang' or 'llamacpp', not 'tgi'"),
+        ('kind = "ollama"', "servers.url: missing (required)"),
+        ('url = "http://10.0.0.5:11434"\nport = 1', "servers.port: unknown key"),
+    ],
+)  # fmt: skip
+def test_bad_server_entry_names_file_line_and_is_left_out(tmp_path, entry, message):
+    path = write(
+        tmp_path,
+        f"""theme = "sparktop-nvidia"
+
+[[servers]]
+url = "http://127.0.0.1:8000"
+kind = "vllm"
+
+[[servers]]
+{entry}
+""",
+    )
+    config, errors = load_config(path)
+    assert len(errors) == 1, errors
+    lines = path.read_text().splitlines()
+    bad_key = message.split(":")[0].split(".")[1]
+    # The line of the bad key, or of its table when the key is missing.
+    want = next((i for i, t in enumerate(lines, 1) if i > 6 and t.startswith(f"{bad_key} =")), 7)
+    assert errors[0] == f"{path}:{want}: {message}"
+    # Only that entry is left out: the good server and the other keys are used.
+    assert [(s.url, s.kind) for s in config.servers] == [("http://127.0.0.1:8000", "vllm")]
+    assert config.theme == "sparktop-nvidia"
+
+
+def test_servers_not_a_list_of_tables(tmp_path):
+    path = write(tmp_path, 'units = "GB"\nservers = "http://10.0.0.5:11434"\n')
+    config, errors = load_config(path)
+    assert errors == [f"{path}:2: servers: must be a list, not 'http://10.0.0.5:11434'"]
+    assert config.servers == [] and config.units == "GB"
+    path = write(tmp_path, 'servers = ["http://10.0.0.5:11434"]\n')
+    config, errors = load_config(path)
+    assert errors == [f"{path}:1: servers: each entry must be a table (url = ..., kind = ...), "
+                      "not 'http://10.0.0.5:11434'"]  # fmt: skip

@@ -40,9 +40,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sparktop.cluster": ("sparktop.ui",),
     "sparktop.footprints": ("sparktop.ui", "sparktop.session"),
     "sparktop.blackbox": ("sparktop.ui", "sparktop.session"),
-    # The stop / kill bookkeeping: collect, model, action_log, format, text; the dialogs are ui/stop.py's.
+    # The stop / kill bookkeeping: collect, model, analysis (a served model's row), action_log, format, text;
+    # the dialogs are ui/stop.py's.
     "sparktop.actions": (
-        "sparktop.ui", "sparktop.analysis", "sparktop.session", "sparktop.runner", "sparktop.plan",
+        "sparktop.ui", "sparktop.session", "sparktop.runner", "sparktop.plan",
         "sparktop.guard", "sparktop.exporter", "sparktop.cluster", "sparktop.cli",
     ),
 }  # fmt: skip

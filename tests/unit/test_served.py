@@ -95,3 +95,29 @@ def test_rows_say_time_until_unload_and_never_for_keep_alive_forever():
     assert [r.unload_in_s for r in rows] == [240, None]
     assert problems == ["vllm at http://127.0.0.1:8000: connection refused (retry in 8 s)"]
     assert sources == ["ollama at http://127.0.0.1:11434: size_vram, expires_at"]
+
+
+def test_served_split_gives_each_owner_its_parts_and_what_they_took():
+    from sparktop.analysis.served import NO_SPLIT, served_split
+
+    snap = _host_ollama_snapshot(39 * GB)
+    snap.services[0].models[0].expires_at = snap.timestamp + 30
+    served = served_split(snap, split_models(snap))
+    (part,) = served.parts["process:100:5"]  # drawn under the server's row, though paid by its runner
+    assert (part.name, part.server, part.gpu_bytes, part.cpu_bytes) == ("llama3.1:70b", "ollama", 39 * GB, 0)
+    assert part.note == "unloads in 30 s"
+    assert served.taken == {"process:101:6": (0, 39 * GB)}
+    assert served_split(snap, snap.accounting) is NO_SPLIT  # nothing split: nothing to draw
+
+
+def test_model_part_notes():
+    from sparktop.analysis.served import ModelPart
+
+    def part(**kw) -> ModelPart:
+        return ModelPart("k", "m", "ollama", "o", 0, 1, **{"unload_in_s": None, **kw})
+
+    assert part(unload_in_s=250.0).note == "unloads in 4 min"
+    assert part(unload_in_s=0.0).note == "unloading"
+    assert part(stays_loaded=True).note == "stays loaded"
+    assert part(reserved=True).note == "reserved at start"
+    assert part().note == ""

@@ -242,6 +242,23 @@ def test_collector_finds_a_server_on_a_published_container_port(httpserver):
         collector.close()
 
 
+def test_configured_server_on_a_published_port_is_owned_by_that_container(httpserver):
+    # Listed in the config with its kind (say, to skip identification), served from a container: the
+    # container owns its memory (the budget bar and the tables split it per model) while it runs.
+    httpserver.expect_request("/metrics").respond_with_data(text("vllm-0.11-metrics.txt"))
+    url = f"http://127.0.0.1:{httpserver.port}"
+    container = ContainerInfo(id="c" * 64, name="vllm-qwen", ports=[httpserver.port])
+    collector = ServersCollector(endpoints=[{"url": url, "server": "vllm"}], defaults=False, interval=0.1)
+    try:
+        (report,) = wait_for(lambda: [r for r in collector.collect(snapshot([container])) if r.models])
+        assert (report.endpoint, report.server) == (url, "vllm")
+        assert report.owner == f"container:{'c' * 64}"
+        (report,) = collector.collect(snapshot([]))  # the container left: still probed, owned by nobody
+        assert report.endpoint == url and report.owner is None
+    finally:
+        collector.close()
+
+
 def test_collector_configured_server_down_gives_one_line_and_backs_off():
     collector = ServersCollector(endpoints=["127.0.0.1:1"], defaults=False, interval=0.1, max_backoff=10)
     try:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sparktop.collect.servers.discovery import (
     SERVERS,
@@ -26,6 +27,9 @@ from sparktop.collect.servers.discovery import (
 from sparktop.collect.servers.http import ServerError
 from sparktop.collect.servers.reading import Reading
 from sparktop.model import ServiceReport, Snapshot, process_key
+
+if TYPE_CHECKING:
+    from sparktop.settings.config import Config
 
 NAME = "servers"
 OWNER_REFRESH_S = 10.0
@@ -129,11 +133,14 @@ class ServersCollector:
                 if state is None:
                     self._states[base] = _State(ep, ep.server)
                     self._wake.set()
-                elif state.endpoint.owner is None and state.endpoint.source != "config":
-                    # A default port that turns out to be a container's: that container owns the memory.
-                    state.endpoint = Endpoint(base, state.endpoint.server, "container", ep.owner, ep.label)
+                elif state.endpoint.owner is None:
+                    # A default or configured port that turns out to be a container's: that container owns
+                    # the memory (a configured one stays so: shown when it fails, back to it when it leaves).
+                    source = "config" if state.endpoint.source == "config" else "container"
+                    state.endpoint = Endpoint(base, state.endpoint.server, source, ep.owner, ep.label)
                     state.generation += 1
-            for base in [b for b, s in self._states.items() if s.endpoint.source == "container"]:
+            owned = [b for b, s in self._states.items() if (s.endpoint.owner or "").startswith("container:")]
+            for base in owned:
                 if base not in wanted:
                     if base in self._fixed:
                         self._states[base].endpoint = self._fixed[base]
@@ -264,3 +271,17 @@ class ServersCollector:
         self._stop.set()
         self._wake.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# The config's kind names (one word, as a user types them) → the protocol modules' server names.
+_KINDS = {"llamacpp": "llama.cpp"}
+
+
+def from_config(config: Config) -> ServersCollector:
+    """The collector the registry runs: the servers found without configuration plus the config file's
+    `[[servers]]` (already validated there: a bad entry was reported with its file and line, and left out)."""
+    endpoints = [
+        {"url": s.url, "server": _KINDS.get(s.kind, s.kind)} if s.kind else {"url": s.url}
+        for s in config.servers
+    ]
+    return ServersCollector(endpoints=endpoints)

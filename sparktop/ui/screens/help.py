@@ -84,9 +84,11 @@ the GPU's own, not the pool's: a second bar under the pool's shows it, each hold
 the pool bar, with *other* (what the driver counts as used that no listed process explains) and *free*.
 
 A model server (Ollama, vLLM, SGLang, llama.cpp) is split into **one segment per loaded model**, next to
-the server's own remainder. **CUDA free** (under *available*) is what a CUDA program is told is free: on GB10
-the page cache counts as used there, and vLLM refuses to start when its `gpu_memory_utilization` asks for
-more; `sync && echo 3 | sudo tee /proc/sys/vm/drop_caches` frees the cache.
+the server's own remainder; in the Containers and Processes tables, into one row per model under the
+server's row (which shows the remainder). `s` / `k` on a model's row do nothing: stop the server's row.
+**CUDA free** (under *available*) is what a CUDA program is told is free: on GB10 the page cache counts as
+used there, and vLLM refuses to start when its `gpu_memory_utilization` asks for more;
+`sync && echo 3 | sudo tee /proc/sys/vm/drop_caches` frees the cache.
 
 ## Memory pressure
 

@@ -3,6 +3,10 @@ substring, updated in place so the selected row and the scroll position survive 
 
 Each table is a `ConsumerTable` over rows of raw values (`Row.values`, one per column key); a column's
 `render` turns a raw value into a cell and sorting uses the raw value. Adding a column is one `ColumnSpec`.
+
+A model server's row (its container, or its host process) is followed by one row per loaded model, as the
+budget bar splits it (analysis/served.py): the server's row shows what is left, its own, and the rows add up
+to what it held. Sorting moves a server's model rows with it, directly under it.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from sparktop.analysis.row_trends import process_gpu, process_total
+from sparktop.analysis.served import NO_SPLIT, ModelPart, ServedSplit
 from sparktop.collect.controllers import foreign_engine
 from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in, unit_name
 from sparktop.model import ContainerInfo, ProcessInfo, Snapshot, process_key
 from sparktop.settings.config import CONTAINER_COLUMNS, PROCESS_COLUMNS
+from sparktop.text import visible
 from sparktop.ui.widgets.datatable_cache import ContentCachedDataTable
 
 T = TypeVar("T")
@@ -48,10 +54,21 @@ class Row(Generic[T]):
     search: str  # lower-case text the filter matches against
     styles: dict[str, str] = field(default_factory=dict)
     minor: bool = False  # holds no memory (a kernel thread, an empty container): hidden unless asked for
+    parent: str | None = None  # a model's row: the key of its server's row, which it stays under
+    head: bool = False  # a server's row with model rows under it
+
+    @property
+    def group(self) -> str | None:
+        """The key of the server row a row is sorted with (its own for the server), or None."""
+        return self.parent if self.parent is not None else (self.key if self.head else None)
 
 
 class Cell(Text):
-    """A table cell that remembers the raw value it shows, for sorting."""
+    """A table cell that remembers the raw value it shows, for sorting (and, in a server's group of rows,
+    the server row's key: see `ConsumerTable._sort_key_for`)."""
+
+    group: str | None = None
+    child: bool = False
 
     def __init__(self, text: str, sort_value: Any, style: str = "", justify: Any = None) -> None:
         super().__init__(text, style=style, justify=justify)
@@ -65,6 +82,9 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, str):
         return (1, value.lower())
     return (1, value)
+
+
+_GROUP = "\0group"  # in ConsumerTable._shown: the group a row was drawn with (its cells carry it)
 
 
 CONTAINER_COLUMN_SPECS: dict[str, ColumnSpec] = {
@@ -110,7 +130,16 @@ assert tuple(CONTAINER_COLUMN_SPECS) == CONTAINER_COLUMNS, "config.CONTAINER_COL
 assert tuple(PROCESS_COLUMN_SPECS) == PROCESS_COLUMNS, "config.PROCESS_COLUMNS out of step"
 
 
-def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerInfo]]:
+def _part_name(part: ModelPart) -> str:
+    # Model names come from the server's API: plain text with its controls made visible, never markup.
+    return f" └ {visible(part.name)}"
+
+
+def container_rows(
+    snapshot: Snapshot, rate: RateLookup, served: ServedSplit = NO_SPLIT
+) -> list[Row[ContainerInfo | ModelPart]]:
+    """One row per container; under a model server's container one row per loaded model (`served`, from
+    `served_split`), the container's CPU, GPU, total and PSS then being what is left: its own."""
     pss: dict[str, int] = {}
     pss_missing: set[str] = set()
     for proc in snapshot.processes:
@@ -120,7 +149,7 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
             else:
                 pss[proc.container_id] = pss.get(proc.container_id, 0) + proc.pss
     consumers = {c.key: c for c in snapshot.accounting.consumers} if snapshot.accounting else {}
-    rows = []
+    rows: list[Row[ContainerInfo | ModelPart]] = []
     for c in snapshot.containers:
         key = f"container:{c.id}"
         mem = c.memory
@@ -153,14 +182,52 @@ def container_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ContainerIn
         }
         search = " ".join(str(values[k]) for k in ("name", "project", "service", "image", "id")).lower()
         minor = not values["total"] and not c.pids
-        rows.append(Row(key=key, item=c, values=values, search=search, minor=minor))
+        parts = served.parts.get(key, ())
+        if parts or key in served.taken:  # `minor` stays what the whole container holds
+            search = _take_parts(values, served.taken.get(key, (0, 0)), ("cpu", "pss"), search, parts)
+        rows.append(Row(key=key, item=c, values=values, search=search, minor=minor, head=bool(parts)))
+        for part in parts:
+            part_values = {
+                "name": _part_name(part),
+                "status": "loaded",
+                "service": part.note,  # shown by default, where status is not
+                "cpu": part.cpu_bytes,
+                "gpu": part.gpu_bytes if gpu is not None else None,
+                "total": part.total,
+                "pss": part.cpu_bytes if values["pss"] is not None else None,
+            }
+            rows.append(Row(key=part.key, item=part, values=part_values, search=search, parent=key))
     return rows
 
 
-def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]:
+def _take_parts(
+    values: dict[str, Any],
+    taken: tuple[int, int],
+    cpu_columns: tuple[str, ...],
+    search: str,
+    parts: Iterable[ModelPart],
+) -> str:
+    """A server's row left with its own memory: what its models took comes off the CPU-side columns, the
+    GPU column and the total. Returns its search text with the model names (filtering by one finds it)."""
+    cpu, gpu = taken
+    for column in cpu_columns:
+        if values.get(column) is not None:
+            values[column] = max(0, values[column] - cpu)
+    if values.get("gpu") is not None:
+        values["gpu"] = max(0, values["gpu"] - gpu)
+    values["total"] = max(0, values["total"] - cpu - gpu)
+    return " ".join([search, *(part.name.lower() for part in parts)])
+
+
+def process_rows(
+    snapshot: Snapshot, rate: RateLookup, served: ServedSplit = NO_SPLIT
+) -> list[Row[ProcessInfo | ModelPart]]:
+    """One row per process; under a model server's host process one row per loaded model (`served`), its
+    RSS, PSS, GPU and total then being what is left (a server in a container is split on the Containers
+    tab, as in the budget bar)."""
     names = {c.id: c.label for c in snapshot.containers}
     gpu_by_pid = snapshot.gpu.gpu_bytes_by_pid()
-    rows = []
+    rows: list[Row[ProcessInfo | ModelPart]] = []
     for p in snapshot.processes:
         key = process_key(p)
         gpu = process_gpu(p, gpu_by_pid)
@@ -183,7 +250,25 @@ def process_rows(snapshot: Snapshot, rate: RateLookup) -> list[Row[ProcessInfo]]
         minor = p.pid == 2 or p.ppid == 2 or not values["total"]
         # A PSS from before the process's RSS moved: shown dim, and the total is the fresh RSS.
         styles = {"pss": "dim"} if p.pss_stale else {}
-        rows.append(Row(key=key, item=p, values=values, search=search, minor=minor, styles=styles))
+        parts = served.parts.get(key, ())
+        if parts or key in served.taken:  # `minor` stays what the whole process holds
+            search = _take_parts(values, served.taken.get(key, (0, 0)), ("rss", "pss"), search, parts)
+        rows.append(
+            Row(key=key, item=p, values=values, search=search, minor=minor, styles=styles, head=bool(parts))
+        )
+        for part in parts:
+            part_values = {
+                "name": _part_name(part),
+                "container": container,
+                "rss": part.cpu_bytes,
+                "pss": part.cpu_bytes if values["pss"] is not None else None,
+                "gpu": part.gpu_bytes if snapshot.gpu.available else None,  # from a runner, say
+                "total": part.total,
+                "command": " ".join(
+                    x for x in (visible(part.name), f"({part.server} model)", part.note) if x
+                ),
+            }
+            rows.append(Row(key=part.key, item=part, values=part_values, search=search, parent=key))
     return rows
 
 
@@ -221,6 +306,7 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         self._dirty = False  # rows changed since the last draw
         self._force = False  # redraw every cell (the units changed)
         self._units: dict[str, ColumnUnit] = {}  # bytes / rate column -> its unit: one unit a column
+        self._grouped = False  # a server's row with its model rows under it is shown
 
     def _first_numeric(self) -> str:
         return next((k for k in self.column_keys if self.specs[k].numeric), self.column_keys[0])
@@ -339,6 +425,12 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         return changed
 
     def _cell(self, key: str, value: Any, row: Row[T]) -> Cell:
+        cell = self._plain_cell(key, value, row)
+        if row.parent is not None or row.head:
+            cell.group, cell.child = row.group, row.parent is not None
+        return cell
+
+    def _plain_cell(self, key: str, value: Any, row: Row[T]) -> Cell:
         spec = self.specs[key]
         style = row.styles.get(key, "")
         if spec.kind == "bytes":
@@ -369,6 +461,9 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         matching = [r for r in self._all_rows().values() if self._visible(r)]
         wanted = {r.key: r for r in matching if self.show_minor or not r.minor}
         self.minor_hidden = len(matching) - len(wanted)
+        # A model's row is shown only under its server's row.
+        wanted = {k: r for k, r in wanted.items() if r.parent is None or r.parent in wanted}
+        self._grouped = any(r.head for r in wanted.values())
         restyled = self._column_units(wanted.values())
         for key in [k for k in self._shown if k not in wanted]:
             self.remove_row(key)
@@ -378,15 +473,20 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
             if shown is None:
                 self.add_row(*(self._cell(c, row.values.get(c), row) for c in self.column_keys), key=key)
             else:
+                # A row that gained or lost its model rows: every cell carries the group it sorts with.
+                regroup = shown.get(_GROUP) != row.group
                 for c in self.column_keys:
                     value = row.values.get(c)
-                    if force or c in restyled or shown.get(c) != value:
+                    redo = force or regroup or c in restyled
+                    if redo or shown.get(c) != value:
                         cell = self._cell(c, value, row)
                         old = self.get_cell(key, c)
                         # Bytes jitter every tick; redraw only what the text shows (and all on `force`).
-                        if force or c in restyled or old.plain != cell.plain or old.style != cell.style:
+                        if redo or old.plain != cell.plain or old.style != cell.style:
                             self.update_cell(key, c, cell)
             self._shown[key] = dict(row.values)
+            if row.group is not None:
+                self._shown[key][_GROUP] = row.group
         self._fit_columns()
         self._sort_if_needed()
         self._fit_last_column()
@@ -400,12 +500,44 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
 
     def _sort_if_needed(self) -> None:
         """Sort, unless the rows are already in order (DataTable.sort re-renders every cell)."""
+        key = self._sort_key_for(self.sort_column)
         if self.sort_column in self.columns:
-            keys = [_sort_key(cell.sort_value) for cell in self.get_column(self.sort_column)]  # in row order
+            keys = [key(cell) for cell in self.get_column(self.sort_column)]  # in row order
             pairs = pairwise(keys)
             if all((b <= a) if self.sort_reverse else (a <= b) for a, b in pairs):
                 return
-        self.sort(self.sort_column, key=lambda cell: _sort_key(cell.sort_value), reverse=self.sort_reverse)
+        self.sort(self.sort_column, key=key, reverse=self.sort_reverse)
+
+    def _sort_key_for(self, column: str) -> Callable[[Any], tuple]:
+        """A row sorts by its cell. A server's group of rows sorts as one, by what the whole server holds (the
+        sum of its rows' numbers: its own row shows only the rest) or by the server's text; in the group, the
+        server's row comes first and its model rows follow by their own cells, whichever way it is sorted."""
+        if not self._grouped:
+            return lambda cell: (_sort_key(cell.sort_value),)
+        whole: dict[str, Any] = {}
+        for cell in self.get_column(column) if column in self.columns else ():
+            group = getattr(cell, "group", None)
+            if group is None:
+                continue
+            value, child = cell.sort_value, cell.child  # type: ignore[union-attr]
+            if not child:
+                whole.setdefault(group, None)
+            if isinstance(value, str):
+                if not child:  # text: the server's own
+                    whole[group] = value
+            elif isinstance(value, int | float) and not isinstance(whole.get(group), str):
+                whole[group] = (whole.get(group) or 0) + value
+        # `reverse` flips the whole key: the server's rank must then be the higher one to stay first.
+        server_rank, model_rank = (1, 0) if self.sort_reverse else (0, 1)
+
+        def key(cell: Any) -> tuple:
+            group = cell.group
+            if group is None or group not in whole:
+                return (_sort_key(cell.sort_value),)
+            rank = model_rank if cell.child else server_rank
+            return (_sort_key(whole[group]), group, rank, _sort_key(cell.sort_value))
+
+        return key
 
     def _fit_columns(self) -> None:
         """Each column as wide as its widest cell or label, growing and shrinking. (DataTable's own
