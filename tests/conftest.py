@@ -3,9 +3,18 @@ running the tests must never leak into (or be written by) a test."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
-import sparktop.footprints
+# Bytecode caches on, for this suite and the sparktop processes it starts, whatever PYTHONDONTWRITEBYTECODE
+# says: without them every worker rewrote the asserts of every test module (~5 s) and every `sparktop` a test
+# runs compiled the package again. __pycache__ is ignored by git.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+import sparktop.footprints  # noqa: E402  (after the bytecode switch above)
 
 
 @pytest.fixture(autouse=True)

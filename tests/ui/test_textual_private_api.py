@@ -5,6 +5,7 @@ naming it, instead of silently drawing stale cells or re-rendering every tick.""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -134,15 +135,22 @@ def textual_private_names(cls: type) -> set[str]:
     attributes their code assigns (`self._x = ...`)."""
     names: set[str] = set()
     for base in cls.__mro__:
-        if not base.__module__.startswith("textual"):
-            continue
-        names |= {n for n in vars(base) if n.startswith("_") and not n.startswith("__")}
-        try:
-            source = inspect.getsource(base)
-        except (OSError, TypeError):
-            continue
-        names |= set(re.findall(r"self\.(_[A-Za-z0-9]\w*)\s*(?::[^=\n]*)?=(?!=)", source))
+        if base.__module__.startswith("textual"):
+            names |= _own_private_names(base)
     return names
+
+
+@functools.cache
+def _own_private_names(base: type) -> frozenset[str]:
+    """One Textual class's own private names (cached: inspect.getsource re-reads the whole module, and App,
+    Widget and DOMNode are in every widget's MRO)."""
+    names = {n for n in vars(base) if n.startswith("_") and not n.startswith("__")}
+    try:
+        source = inspect.getsource(base)
+    except (OSError, TypeError):
+        return frozenset(names)
+    names |= set(re.findall(r"self\.(_[A-Za-z0-9]\w*)\s*(?::[^=\n]*)?=(?!=)", source))
+    return frozenset(names)
 
 
 def textual_private_uses() -> dict[str, set[str]]:
