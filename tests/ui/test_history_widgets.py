@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 
 from rich.text import Text
@@ -27,11 +29,28 @@ class HistoryApp(App[None]):
 
 
 def demo_history(samples: int = 600, scenario: str = "default") -> tuple[History, int]:
+    """The history the dashboard would have after `samples` demo ticks (a copy: a test may add to it)."""
+    histories, pool = _demo_run(scenario)
+    if samples not in histories:
+        raise ValueError(f"add {samples} to DEMO_CHECKPOINTS")
+    return copy.deepcopy(histories[samples]), pool
+
+
+DEMO_CHECKPOINTS = (40, 100, 200, 500, 600, 1800)
+
+
+@functools.cache
+def _demo_run(scenario: str) -> tuple[dict[int, History], int]:
+    """One demo run per scenario, its history kept at each checkpoint: the same histories as separate runs of
+    that length (the demo is deterministic), at the cost of the longest alone."""
     source = DemoSource(scenario, seed=0)
     session = Session()  # accounts each snapshot and adds it to its history, as the dashboard does
-    for _ in range(samples):
+    kept: dict[int, History] = {}
+    for n in range(1, max(DEMO_CHECKPOINTS) + 1):
         snapshot = session.ingest(source.sample(), analyse=False)  # the chart reads the history only
-    return session.history, snapshot.memory.total
+        if n in DEMO_CHECKPOINTS:
+            kept[n] = copy.deepcopy(session.history)
+    return kept, snapshot.memory.total
 
 
 def chart_text(chart: HistoryChart) -> str:
