@@ -33,7 +33,7 @@ from sparktop.analysis.last_minutes import summarize_last_minutes
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.row_trends import RowTrends
 from sparktop.analysis.series import GpuSeries, PoolSeries
-from sparktop.analysis.trend import CreepAlert, detect_creep, rate_per_min
+from sparktop.analysis.trend import CreepAlert, CreepHold, detect_creep, rate_per_min
 from sparktop.collect.source import SnapshotSource
 from sparktop.model import GB, Snapshot
 
@@ -71,6 +71,7 @@ class Session:
         self.end_message = "end of recording"  # what a finite source said when it ended
         self.last_good_at: float | None = None  # clock() when the last good snapshot came in
         self.ingested = 0
+        self._creep_hold = CreepHold()  # an alert stays a while after the rule last raised it
         self.forecast: Forecast | None = None  # when the pool runs out on this trend (the guard's rule)
         self._psi_full: deque[tuple[float, float]] = deque(maxlen=900)  # (time, PSI full avg10)
         self._announced_level: PressureLevel | None = None
@@ -117,9 +118,9 @@ class Session:
                 self._analyse(self.latest)
 
     def _analyse(self, snapshot: Snapshot) -> None:
-        self.creep = detect_creep(
-            self.history, self.safe_bytes, self.max_bytes, snapshot.memory.total, self.creep_window_s
-        )
+        total = snapshot.memory.total
+        raised = detect_creep(self.history, self.safe_bytes, self.max_bytes, total, self.creep_window_s)
+        self.creep = self._creep_hold.update(raised, self.history, snapshot.timestamp, total)
         self.forecast = forecast(self.history, snapshot.memory)
 
     def fail(self, reason: str) -> None:

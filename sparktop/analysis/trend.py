@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import StatisticsError, linear_regression
 
 from sparktop.analysis.history import History
@@ -325,3 +325,55 @@ def detect_creep(
         )
     alerts.sort(key=lambda a: a.rate_bytes_per_s, reverse=True)
     return alerts
+
+
+CREEP_HOLD_S = 30.0  # an alert stays this long after the rule last saw growth (it came and went with noise)
+
+
+class CreepHold:
+    """Keeps each creep alert on show for CREEP_HOLD_S after the rule last raised it, while its consumer is
+    still there and has not released what it grew: a noisy fast climb (a training run at 1.3 GB/min near the
+    1 GB/min line) passed and failed the fast-growth test every few ticks, and an alert that blinks is read
+    as noise. A held alert keeps its rate and gets this tick's figures and ETAs."""
+
+    def __init__(self, hold_s: float = CREEP_HOLD_S) -> None:
+        self.hold_s = hold_s
+        self._seen: dict[str, tuple[float, CreepAlert]] = {}  # key -> (when the rule last raised it, alert)
+
+    def update(
+        self, alerts: list[CreepAlert], history: History, now: float, pool_bytes: int
+    ) -> list[CreepAlert]:
+        """This tick's alerts plus those still held, fastest first."""
+        for alert in alerts:
+            self._seen[alert.key] = (now, alert)
+        raised = {alert.key for alert in alerts}
+        used_now = history.pool_used_now
+        kept = list(alerts)
+        for key, (when, alert) in list(self._seen.items()):
+            if key in raised:
+                continue
+            current = history.latest(key)
+            # Released: down by half of what it grows in the fast window (a sawtooth, a freed cache).
+            released = current is None or (
+                current < alert.current_bytes - MAX_DRAWDOWN_SHARE * alert.rate_bytes_per_s * FAST_WINDOW_S
+            )
+            if now - when > self.hold_s or released or used_now is None:
+                del self._seen[key]
+                continue
+            kept.append(_refreshed(alert, current, used_now, pool_bytes))
+        kept.sort(key=lambda a: a.rate_bytes_per_s, reverse=True)
+        return kept
+
+
+def _refreshed(alert: CreepAlert, current_bytes: int, used_now: int, pool_bytes: int) -> CreepAlert:
+    """A held alert with this tick's size and the ETAs from this tick's pool."""
+    rate = alert.rate_bytes_per_s
+    return replace(
+        alert,
+        current_bytes=current_bytes,
+        pool_used_bytes=used_now,
+        eta_safe_s=eta_s(used_now, rate, alert.safe_bytes or 0),
+        eta_aggressive_s=eta_s(used_now, rate, alert.max_bytes or 0),
+        eta_pool_s=eta_s(used_now, rate, pool_bytes),
+    )
+

@@ -11,7 +11,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sparktop.analysis.history import History
-from sparktop.analysis.trend import CreepAlert, collecting_s, detect_creep, eta_s, rate_per_min
+from sparktop.analysis.trend import (
+    CREEP_HOLD_S,
+    CreepAlert,
+    CreepHold,
+    collecting_s,
+    detect_creep,
+    eta_s,
+    rate_per_min,
+)
 from sparktop.model import GB, GIB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
 
 TOTAL = 128 * GB
@@ -374,3 +382,48 @@ def test_the_flat_series_shortcut_never_hides_a_slope_it_would_reach(times, valu
         assert not _slope_cannot_reach(ts, vs, fitted * share * (1 - 1e-9))
         assert not _slope_cannot_reach(ts, vs, fitted * (1 - 1e-9))
     assert _slope_cannot_reach(ts, [vs[0]] * len(ts), 1e-9)  # a flat series reaches no slope
+
+
+# --- an alert that the rule raises and drops with noise stays on show --------------------------------------
+
+
+def held_alerts(values: list[float]) -> list[list[str]]:
+    """The labels on show after each tick, with the hold, as the session shows them."""
+    hold = CreepHold()
+    shown = []
+    for n in range(1, len(values) + 1):
+        history = history_of(values[:n])
+        raised = detect_creep(history, SAFE, AGGRESSIVE, TOTAL)
+        now = history.latest_time
+        assert now is not None
+        shown.append([a.label for a in hold.update(raised, history, now, TOTAL)])
+    return shown
+
+
+def climb(n: int, rate_per_s: float = 1.3e9 / 60, noise: float = 30e6, seed: int = 4) -> list[float]:
+    rng = random.Random(seed)
+    return [45 * GB + rate_per_s * i + jitter(rng, noise) for i in range(n)]  # the pool at 85 GB and up
+
+
+def test_a_noisy_fast_climb_stays_alerted_once_raised() -> None:
+    """A training run at 1.3 GB/min with noise: the fast rule passes and fails from tick to tick (it did,
+    and the alert blinked); once raised, the alert stays while the climb goes on."""
+    values = climb(90)
+    raw = [bool(detect_creep(history_of(values[:n]), SAFE, AGGRESSIVE, TOTAL)) for n in range(1, 91)]
+    first = raw.index(True)
+    assert not all(raw[first:]), "the rule alone should blink on this climb (else this test shows nothing)"
+    shown = held_alerts(values)
+    assert all(labels == ["train.py"] for labels in shown[first:]), shown[first:]
+
+
+def test_a_held_alert_goes_once_growth_stops_for_the_hold_or_memory_is_released() -> None:
+    values = climb(40)
+    flat = values + [values[-1]] * 60  # stops growing
+    raised = [bool(detect_creep(history_of(flat[:n]), SAFE, AGGRESSIVE, TOTAL)) for n in range(1, 101)]
+    last_raised = max(i for i, r in enumerate(raised) if r)
+    shown = held_alerts(flat)
+    assert shown[39] == ["train.py"]
+    assert all(shown[last_raised : last_raised + int(CREEP_HOLD_S)])  # held ...
+    assert not any(shown[last_raised + int(CREEP_HOLD_S) + 1 :])  # ... then gone
+    released = values + [values[0]] * 5  # freed what it grew
+    assert held_alerts(released)[41] == []  # at once, not after the hold
