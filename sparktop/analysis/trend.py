@@ -354,10 +354,13 @@ class CreepHold:
                 continue
             current = history.latest(key)
             # Released: down by half of what it grows in the fast window (a sawtooth, a freed cache).
-            released = current is None or (
-                current < alert.current_bytes - MAX_DRAWDOWN_SHARE * alert.rate_bytes_per_s * FAST_WINDOW_S
-            )
-            if now - when > self.hold_s or released or used_now is None:
+            release = MAX_DRAWDOWN_SHARE * alert.rate_bytes_per_s * FAST_WINDOW_S
+            if (
+                current is None
+                or used_now is None
+                or now - when > self.hold_s
+                or current < alert.current_bytes - release
+            ):
                 del self._seen[key]
                 continue
             kept.append(_refreshed(alert, current, used_now, pool_bytes))
@@ -376,4 +379,3 @@ def _refreshed(alert: CreepAlert, current_bytes: int, used_now: int, pool_bytes:
         eta_aggressive_s=eta_s(used_now, rate, alert.max_bytes or 0),
         eta_pool_s=eta_s(used_now, rate, pool_bytes),
     )
-
