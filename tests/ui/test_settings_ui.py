@@ -4,8 +4,6 @@ forever, and every warning stays reachable on the messages screen (M) after its 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from textual.widgets import Input, OptionList, Static
 
@@ -21,17 +19,7 @@ BAD_VARIABLE = (
 )
 
 
-@pytest.fixture(autouse=True)
-def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("OLLAMA_MODELS", str(home / "no-ollama"))
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE", "SPARKTOP_GGUF_PATH"):
-        monkeypatch.delenv(name, raising=False)
-    return home
+pytestmark = pytest.mark.usefixtures("private_home")  # tests/ui/conftest.py
 
 
 async def test_a_theme_with_a_bad_variable_is_skipped_and_t_keeps_working(tmp_path):

@@ -25,18 +25,7 @@ SIZE = (120, 36)
 WARMUP_SAMPLES = 5  # a live baseline needs a sample; the history does not matter here
 
 
-@pytest.fixture(autouse=True)
-def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No user catalog and no local models but what a test puts there: the catalog is the built-in one."""
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for name in ("OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE",
-                 "SPARKTOP_GGUF_PATH"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    return home
+pytestmark = pytest.mark.usefixtures("private_home")  # tests/ui/conftest.py
 
 
 @asynccontextmanager

@@ -3,27 +3,13 @@ verdict words never glued to their reason, the footer holding the tab's keys."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from textual.widgets import Input, OptionList, Static
 
 from sparktop.ui.whatif import WhatIfPane
 from tests.ui.demo_app import make_app
 
-
-@pytest.fixture(autouse=True)
-def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The built-in catalog only (no user catalog, no local models)."""
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for name in ("OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE",
-                 "SPARKTOP_GGUF_PATH"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    return home
+pytestmark = pytest.mark.usefixtures("private_home")  # tests/ui/conftest.py
 
 
 def catalog_rows(pane: WhatIfPane) -> list[str]:
