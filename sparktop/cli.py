@@ -202,11 +202,20 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
         source.close()
 
 
+ONCE_SETTLE_S = 1.5  # the most `--once` waits for model servers to answer (a probe times out after 1 s)
+
+
 def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Sequence[str] = ()) -> int:
     from sparktop.encoding import for_stream, json_for_stream
     from sparktop.session import Session
     from sparktop.text import json_visible, visible_lines
 
+    settle = getattr(source, "settle", None)
+    if callable(settle):
+        # Model servers are read in the background: the first sample finds them (and the ports containers
+        # publish), a bounded wait lets them answer, and the second sample carries what they said.
+        source.sample()
+        settle(ONCE_SETTLE_S)
     snapshot = Session().ingest(source.sample())  # accounted (a recording may hold none, or a failed one)
     # Problems in the user's files belong with the snapshot's own errors: a script reading the JSON sees them.
     snapshot.errors.extend(f"config: {problem}" for problem in problems)

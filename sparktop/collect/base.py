@@ -39,6 +39,14 @@ class Collector(Protocol):
     def close(self) -> None: ...
 
 
+class Settling(Protocol):
+    """A collector that reads in the background may also offer `settle(timeout)`: wait (at most `timeout`
+    seconds) until its first readings are in. A one-shot reader (`sparktop --once`) uses it; the dashboard
+    never waits."""
+
+    def settle(self, timeout: float) -> None: ...
+
+
 class Poller(Generic[T]):
     """Runs `fetch()` in a daemon thread every `period` seconds (waiting up to `max_backoff` after failures,
     doubling each time) and keeps the last outcome, so a collector's `collect()` only reads `latest()`.

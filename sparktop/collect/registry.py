@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -156,6 +157,16 @@ class AddOns:
                 lambda c: _checked(c.collect(snapshot)), snapshot.errors, _unavailable(snapshot)
             )
             snapshot.services.extend(reports)
+
+    def settle(self, timeout: float) -> None:
+        """Give the collectors that read in the background up to `timeout` seconds in all for their first
+        readings (see base.Settling)."""
+        deadline = time.monotonic() + timeout
+        for guarded in self._parts:
+            settle = getattr(guarded.part, "settle", None)
+            if callable(settle):
+                with contextlib.suppress(Exception):  # waiting is a courtesy: never a failure
+                    settle(max(0.0, deadline - time.monotonic()))
 
     def close(self) -> None:
         for guarded in self._parts:

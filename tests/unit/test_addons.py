@@ -138,3 +138,24 @@ def test_a_configured_server_without_kind_is_identified_by_what_it_answers(https
         assert [r.server for r in mine] == ["ollama"]
     finally:
         add_ons.close()
+
+
+def test_once_waits_for_a_model_server_to_answer_and_prints_its_models(httpserver, tmp_path, capsys):
+    """`sparktop --once --json` samples once: the servers are read in the background, so without a bounded
+    wait for their first answer it printed no model server at all."""
+    from sparktop.cli import main
+
+    httpserver.expect_request("/api/ps").respond_with_json(
+        json.loads((DATA / "ollama-0.12-ps.json").read_text())
+    )
+    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
+    url = httpserver.url_for("/").rstrip("/")
+    path = tmp_path / "config.toml"
+    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
+    started = time.monotonic()
+    assert main(["--once", "--json", "--config", str(path)]) == 0
+    took = time.monotonic() - started
+    printed = json.loads(capsys.readouterr().out)
+    (report,) = [r for r in printed["services"] if r["endpoint"] == url]
+    assert [m["name"] for m in report["models"]] == ["llama3.1:70b", "qwen2.5-coder:7b"]
+    assert took < 5, f"--once took {took:.1f} s"

@@ -125,6 +125,18 @@ class ServersCollector:
                 del self._built[base]
         return out
 
+    def settle(self, timeout: float) -> None:
+        """Wait (at most `timeout` s) until every endpoint known now has been probed once (see base.Settling):
+        `--once` would otherwise print before any server answered."""
+        deadline = self._clock() + timeout
+        self._start()
+        self._wake.set()
+        while self._clock() < deadline:
+            with self._lock:
+                if all(s.generation > 0 for s in self._states.values()):  # each probed once
+                    return
+            time.sleep(0.02)
+
     def _sync_containers(self, snapshot: Snapshot) -> None:
         wanted = {ep.base: ep for ep in container_endpoints(snapshot.containers)}
         with self._lock:
