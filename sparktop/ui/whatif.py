@@ -119,7 +119,7 @@ class WhatIfPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="whatif-head")
-        yield Static("", id="whatif-hint")
+        yield Static("", id="whatif-hint", markup=False)
         yield BudgetBar(id="whatif-bar")
         with Horizontal(id="whatif-body"):
             with Vertical(id="whatif-catalog-side"):
@@ -354,17 +354,17 @@ class WhatIfPane(Vertical):
         pool = f"pool {fmt_est(baseline.pool)}"
         if baseline.source == "live":
             host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
-            head: Content | str = Content.from_markup(
+            head = Content.from_markup(
                 "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
                 used=fmt_est(baseline.used.mid), host=host, pool=pool,
             )  # fmt: skip
             hint = "What runs now is already counted: add only what is not running yet."
         else:
             why = " (no live sample yet)" if self.baseline_mode == "live" else ""
-            head = (
-                f"Baseline [b]clean machine[/b]{why}: Linux + Docker, {fmt_est(baseline.used.mid)} ({pool})  "
-                "[dim]b: live[/dim]"
-            )
+            head = Content.from_markup(
+                "Baseline [b]clean machine[/b]$why: Linux + Docker, $used ($pool)  [dim]b: live[/dim]",
+                why=why, used=fmt_est(baseline.used.mid), pool=pool,
+            )  # fmt: skip
             hint = "Planned as if nothing else ran: the bar shows the system overhead only."
         self.query_one("#whatif-head", Static).update(head)
         self.query_one("#whatif-hint", Static).update(hint)

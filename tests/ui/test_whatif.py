@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, Static, Switch, TabbedContent
 
@@ -427,3 +428,20 @@ async def test_the_tab_plans_gpu_memory_against_a_discrete_gpu() -> None:
         assert "GPU mem  WON'T FIT" in text and "Memory   FITS" in text
         # the GPU at 100 % is running work that joins the compute verdict, with the device's own SM count
         assert "running now (pid 9) and sft qwen3-0.6b share the 132 SMs" in text
+
+
+async def test_the_baseline_head_is_styled_in_both_modes_and_quotes_a_host_plainly() -> None:
+    """The head is built from a markup template with the values put in as text: a host named like markup
+    is shown as it is, and neither mode shows a markup tag."""
+    async with open_whatif() as (_app, pilot, pane):
+        assert pane.snapshot is not None
+        pane.snapshot.hostname = "[/b]evil[red]"
+        await pilot.press("b", "b")  # clean, then live again: the head drawn afresh each time
+        head = pane.query_one("#whatif-head", Static)
+        live = head.render()
+        assert "[/b]evil[red]" in str(live) and "[dim]" not in str(live)
+        await pilot.press("b")
+        clean = head.render()
+        assert "clean machine" in str(clean) and "[b]" not in str(clean) and "[dim]" not in str(clean)
+        assert isinstance(clean, Content)
+        assert any(clean.plain[span.start : span.end] == "clean machine" for span in clean.spans)
