@@ -210,13 +210,13 @@ def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Seq
     from sparktop.session import Session
     from sparktop.text import json_visible, visible_lines
 
+    sample = source.sample()
     settle = getattr(source, "settle", None)
-    if callable(settle):
+    if callable(settle) and settle(ONCE_SETTLE_S):
         # Model servers are read in the background: the first sample finds them (and the ports containers
-        # publish), a bounded wait lets them answer, and the second sample carries what they said.
-        source.sample()
-        settle(ONCE_SETTLE_S)
-    snapshot = Session().ingest(source.sample())  # accounted (a recording may hold none, or a failed one)
+        # publish), a bounded wait lets them answer, and a second sample carries what they said.
+        sample = source.sample()
+    snapshot = Session().ingest(sample)  # accounted (a recording may hold none, or a failed one)
     # Problems in the user's files belong with the snapshot's own errors: a script reading the JSON sees them.
     snapshot.errors.extend(f"config: {problem}" for problem in problems)
     if as_json:

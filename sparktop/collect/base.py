@@ -38,13 +38,9 @@ class Collector(Protocol):
 
     def close(self) -> None: ...
 
-
-class Settling(Protocol):
-    """A collector that reads in the background may also offer `settle(timeout)`: wait (at most `timeout`
-    seconds) until its first readings are in. A one-shot reader (`sparktop --once`) uses it; the dashboard
-    never waits."""
-
-    def settle(self, timeout: float) -> None: ...
+    # A collector that reads in the background may also offer `settle(timeout) -> bool`: wait (at most
+    # `timeout` s) for its first readings, True when it then has something to report. A one-shot reader
+    # (`sparktop --once`) uses it through AddOns.settle; the dashboard never waits.
 
 
 class Poller(Generic[T]):

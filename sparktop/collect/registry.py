@@ -158,15 +158,17 @@ class AddOns:
             )
             snapshot.services.extend(reports)
 
-    def settle(self, timeout: float) -> None:
+    def settle(self, timeout: float) -> bool:
         """Give the collectors that read in the background up to `timeout` seconds in all for their first
-        readings (see base.Settling)."""
+        readings (see base.Collector); True when one of them then has something to report."""
         deadline = time.monotonic() + timeout
+        found = False
         for guarded in self._parts:
             settle = getattr(guarded.part, "settle", None)
             if callable(settle):
                 with contextlib.suppress(Exception):  # waiting is a courtesy: never a failure
-                    settle(max(0.0, deadline - time.monotonic()))
+                    found = bool(settle(max(0.0, deadline - time.monotonic()))) or found
+        return found
 
     def close(self) -> None:
         for guarded in self._parts:

@@ -285,9 +285,10 @@ class LiveSource:
         # None: the default endpoint, which DockerController resolves the same way as the discovery.
         return DockerController(base_url=getattr(self.discovery, "base_url", None))
 
-    def settle(self, timeout: float) -> None:
-        """Wait (at most `timeout` s) for the add-on collectors' first background readings (`--once`)."""
-        self._add_ons.settle(timeout)
+    def settle(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) for the add-on collectors' first background readings (`--once`); True
+        when a sample now would carry something the last one could not."""
+        return self._add_ons.settle(timeout)
 
     def close(self) -> None:
         for part in (self._nvml, self._docker, self._add_ons):

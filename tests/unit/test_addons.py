@@ -159,3 +159,28 @@ def test_once_waits_for_a_model_server_to_answer_and_prints_its_models(httpserve
     (report,) = [r for r in printed["services"] if r["endpoint"] == url]
     assert [m["name"] for m in report["models"]] == ["llama3.1:70b", "qwen2.5-coder:7b"]
     assert took < 5, f"--once took {took:.1f} s"
+
+
+def test_once_samples_again_only_when_a_background_collector_has_something(capsys):
+    """The second sample costs a whole live reading: taken only when settle() says a server answered."""
+    from sparktop.cli import _print_once
+    from sparktop.collect.demo import DemoSource
+
+    class Counting(DemoSource):
+        def __init__(self, found: bool) -> None:
+            super().__init__()
+            self.found, self.samples, self.settled = found, 0, []
+
+        def sample(self):
+            self.samples += 1
+            return super().sample()
+
+        def settle(self, timeout: float) -> bool:
+            self.settled.append(timeout)
+            return self.found
+
+    for found, samples in ((False, 1), (True, 2)):
+        source = Counting(found)
+        assert _print_once(source, as_json=True, units="GiB") == 0
+        assert source.samples == samples and len(source.settled) == 1
+        assert json.loads(capsys.readouterr().out)["source"] == "demo"

@@ -125,16 +125,17 @@ class ServersCollector:
                 del self._built[base]
         return out
 
-    def settle(self, timeout: float) -> None:
-        """Wait (at most `timeout` s) until every endpoint known now has been probed once (see base.Settling):
-        `--once` would otherwise print before any server answered."""
+    def settle(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) until every endpoint known now has been probed once (base.Collector):
+        `--once` would otherwise print before any server answered. True when one has something to show."""
         deadline = self._clock() + timeout
         self._start()
         self._wake.set()
-        while self._clock() < deadline:
+        while True:
             with self._lock:
-                if all(s.generation > 0 for s in self._states.values()):  # each probed once
-                    return
+                probed = all(s.generation > 0 for s in self._states.values())
+                if probed or self._clock() >= deadline:
+                    return any(s.shown for s in self._states.values())
             time.sleep(0.02)
 
     def _sync_containers(self, snapshot: Snapshot) -> None:
