@@ -9,9 +9,13 @@ from textual.widget import Widget
 from tests.ui.demo_app import make_app
 
 
-@pytest.mark.parametrize("tab", ["1", "2", "5"])
-async def test_steady_ticks_lay_nothing_out(tab: str, monkeypatch) -> None:
-    app = make_app()
+@pytest.mark.parametrize(
+    ("scenario", "tab"),
+    [("default", "1"), ("default", "2"), ("default", "5"), ("discrete", "1"), ("discrete", "2")],
+)
+async def test_steady_ticks_lay_nothing_out(scenario: str, tab: str, monkeypatch) -> None:
+    """Also on a discrete GPU, where the GPU memory bar is shown (and measures its lines once a tick)."""
+    app = make_app(scenario)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press(tab)
         for _ in range(3):

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from sparktop.analysis.trend import CreepAlert
 from sparktop.format import fmt_duration
+from sparktop.ui.widgets.redraw import off_screen
 
 # An alert is severe (drawn in $error) when the pool is over the aggressive line or will be within this.
 SEVERE_ETA_S = 10 * 60
@@ -70,9 +71,7 @@ class CreepAlerts(Static):
             # The ETAs change every tick; lay the screen out again only when the block's height changes.
             width = self.content_size.width
             before = self._shown
-            # Off screen (another tab shows): showing the tab lays the screen out anyway.
-            hidden_tab = self.display and self.is_mounted and not self.is_on_screen
-            same_height = hidden_tab or (
+            same_height = (self.display and off_screen(self)) or (
                 self.display
                 and before is not None
                 and width > 0

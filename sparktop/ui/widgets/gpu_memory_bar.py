@@ -11,6 +11,7 @@ from sparktop.format import fmt_bytes, fmt_size
 from sparktop.model import GpuMemoryAccount
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import Segment, _columns, _ink, _segment_text, _wrap
+from sparktop.ui.widgets.redraw import off_screen
 
 
 class GpuMemoryBar(Widget):
@@ -27,6 +28,7 @@ class GpuMemoryBar(Widget):
         super().__init__(id=id, classes=classes)
         self._data: tuple[list[GpuMemoryAccount], dict[str, str], str, Palette] | None = None
         self.segments: dict[int, list[Segment]] = {}  # GPU index -> its segments, for tests and colours
+        self._drawn: tuple[int, list[Text]] | None = None  # (width, lines) of the data now shown
 
     def show(
         self, accounts: list[GpuMemoryAccount], colors: dict[str, str], units: str, palette: Palette
@@ -35,14 +37,24 @@ class GpuMemoryBar(Widget):
         self.set_class(bool(accounts), "-show")
         self._data = (accounts, colors, units, palette)
         self.segments = {a.index: _segments(a, colors, palette) for a in accounts}
+        self._drawn = None
         if not accounts and not was_shown:
             return  # hidden and staying so (a Spark, no GPU): nothing to draw, nothing to lay out
+        if off_screen(self):
+            self.refresh()
+            return
         # A layout pass is the whole screen's: only when this bar's height changes (a GPU, a legend line).
         laid_out = self.size.height if self.size.width else -1
-        self.refresh(layout=len(self._lines(self.size.width)) != laid_out)
+        self.refresh(layout=len(self._lines_at(self.size.width)) != laid_out)
 
     def render(self) -> Text:
-        return Text("\n").join(self._lines(self.size.width))
+        return Text("\n").join(self._lines_at(self.size.width))
+
+    def _lines_at(self, width: int) -> list[Text]:
+        """The lines for this width, made once per tick (show measures them, render draws them)."""
+        if self._drawn is None or self._drawn[0] != width:
+            self._drawn = (width, self._lines(width))
+        return [line.copy() for line in self._drawn[1]]
 
     def _lines(self, width: int) -> list[Text]:
         if self._data is None or not self._data[0]:

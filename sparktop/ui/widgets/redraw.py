@@ -14,6 +14,12 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 
+def off_screen(widget: Widget) -> bool:
+    """Mounted but not drawn (its tab is not the one showing): showing it lays the screen out anyway, so new
+    data needs no layout pass now, and one on every tick would be the whole dashboard's."""
+    return widget.is_mounted and not widget.is_on_screen
+
+
 class LineDiffWidget(Widget):
     """A text panel drawn through the Line API, one list of strips per line of its `render()` text: new data
     (`refresh_changed()`) converts and repaints only the lines whose text changed, where Textual would
@@ -37,10 +43,8 @@ class LineDiffWidget(Widget):
 
     def refresh_changed(self) -> None:
         """New data: repaint the lines whose text changed; lay out again if the height changed."""
-        if self.is_mounted and not self.is_on_screen:
-            # A panel in a hidden tab: made afresh when it is shown (showing a tab lays the screen out
-            # anyway). A layout pass now would be the whole dashboard's, on every tick.
-            self._dl_key = None
+        if off_screen(self):
+            self._dl_key = None  # made afresh when it is shown
             return
         if not self.is_mounted or not self.size.width or self._dl_key is None:
             self.refresh(layout=True)
