@@ -27,6 +27,7 @@ class StatusLine(Widget):
         super().__init__(id=id, classes=classes)
         self._head = Text("sparktop", style="bold")
         self._notices: list[Text] = []
+        self._drawn: tuple[int, list[Text]] | None = None  # (width, lines) of what is shown now
 
     def show(
         self,
@@ -95,10 +96,16 @@ class StatusLine(Widget):
             return  # the clock moves once a second; at shorter intervals often nothing does
         width = self.size.width
         lines_before = len(self._lines(width)) if width else 0
-        self._head, self._notices = text, notices
+        self._head, self._notices, self._drawn = text, notices, None
         self.refresh(layout=not width or len(self._lines(width)) != lines_before)
 
     def _lines(self, width: int) -> list[Text]:
+        """The lines at this width, made once per change (show measures them, layout and render use them)."""
+        if self._drawn is None or self._drawn[0] != width:
+            self._drawn = (width, self._make_lines(width))
+        return self._drawn[1]
+
+    def _make_lines(self, width: int) -> list[Text]:
         """One line when everything fits; else the head cut with "…" and each notice whole, wrapped at
         words, on lines of its own."""
         one = Text("  ").join([self._head, *self._notices])
@@ -120,6 +127,6 @@ class StatusLine(Widget):
         return len(self._lines(width)) if width else 1
 
     def render(self) -> Text:
-        text = Text("\n").join(self._lines(self.size.width or 80))
+        text = Text("\n").join(self._lines(self.size.width or 80))  # join copies: the cache stays as made
         text.no_wrap = True  # already laid out in lines at this width
         return text
