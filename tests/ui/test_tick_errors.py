@@ -45,12 +45,14 @@ async def _wait(pilot, condition, tries: int = 60) -> bool:
 
 async def test_a_failing_view_is_reported_and_the_next_tick_tries_again(monkeypatch):
     """Through the real worker and timer: a view that raises leaves a message, not a blank screen."""
-    failures = {"left": 3}
+    # The fault lasts until the test has seen its message: a fixed count of failures can be over and
+    # cleared between two polls on a loaded machine (CI saw exactly that).
+    fault = {"on": True, "raised": 0}
     real_detect = session_module.detect_creep
 
     def flaky_detect(*args, **kwargs):
-        if failures["left"] > 0:
-            failures["left"] -= 1
+        if fault["on"]:
+            fault["raised"] += 1
             raise ZeroDivisionError("float division by zero")
         return real_detect(*args, **kwargs)
 
@@ -60,8 +62,12 @@ async def test_a_failing_view_is_reported_and_the_next_tick_tries_again(monkeypa
         assert await _wait(pilot, lambda: "ZeroDivisionError" in status(app)), status(app)
         assert "this update failed (ZeroDivisionError: float division by zero)" in status(app)
         assert "retrying" in status(app)
+        # The next tick tried again (and failed again) rather than giving up after the first.
+        raised_before = fault["raised"]
+        assert await _wait(pilot, lambda: fault["raised"] > raised_before)
         # The fault goes away: the next ticks draw the dashboard and the message clears.
-        assert await _wait(pilot, lambda: app.stale_reason is None and failures["left"] == 0)
+        fault["on"] = False
+        assert await _wait(pilot, lambda: app.stale_reason is None)
         assert await _wait(pilot, lambda: "Memory pool" in str(app.query_one(BudgetBar).render()))
         assert "failed" not in status(app)
 
