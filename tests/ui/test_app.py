@@ -428,7 +428,10 @@ async def test_sampling_runs_off_the_event_loop():
         await pilot.press("p")
         assert app.paused and time.monotonic() - started < 2
         now[0] += 60
-        await pilot.pause(0.3)
+        for _ in range(50):  # the next timer tick notices, however loaded the machine
+            await pilot.pause(0.05)
+            if app.stale_reason:
+                break
         assert app.stale_reason and "no data for" in app.stale_reason
         source.release.set()
         for _ in range(50):
@@ -460,7 +463,10 @@ async def test_on_first_frame_runs_even_when_no_data_comes():
     app = SparktopApp(source, Config(), on_first_frame=lambda: calls.append(app.latest))
     app.first_frame_wait_s = 0.2
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause(0.5)
+        for _ in range(100):  # the 0.2 s timer, however loaded the machine
+            await pilot.pause(0.05)
+            if calls:
+                break
         assert calls == [None]
         source.release.set()
 
