@@ -19,7 +19,7 @@ from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.history_chart import HistoryChart
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app
 
 
 def rendered(widget) -> str:
@@ -31,7 +31,7 @@ def table_keys(table) -> list[str]:
 
 
 async def test_dashboard_shows_pool_state_and_segments():
-    app = make_app()
+    app = make_app(warmup=SEVEN_MINUTES)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         bar = app.query_one(BudgetBar)
@@ -50,7 +50,7 @@ async def test_dashboard_shows_pool_state_and_segments():
 
 
 async def test_creep_alert_names_the_training_run():
-    app = make_app()
+    app = make_app(warmup=SEVEN_MINUTES)  # past the creep window
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         alerts = app.query_one(CreepAlerts)
@@ -64,7 +64,7 @@ async def test_creep_alert_names_the_training_run():
 
 
 async def test_no_creep_alert_when_nothing_grows():
-    app = make_app("audio")
+    app = make_app("audio", warmup=SEVEN_MINUTES)  # past the creep window: nothing was judged creeping
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         assert not app.query_one(CreepAlerts).display

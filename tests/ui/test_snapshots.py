@@ -7,39 +7,44 @@ the report (snapshot_report.html) before committing them.
 from __future__ import annotations
 
 from sparktop.settings.config import Config
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app
+
+
+def pictured(**kwargs):
+    """The dashboard as a user sees it seven minutes in."""
+    return make_app(warmup=SEVEN_MINUTES, **kwargs)
 
 
 def test_dashboard_dark(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(120, 36))
+    assert snap_compare(pictured(), terminal_size=(120, 36))
 
 
 def test_dashboard_light(snap_compare):
-    assert snap_compare(make_app(config=Config(theme="sparktop-light")), terminal_size=(120, 36))
+    assert snap_compare(pictured(config=Config(theme="sparktop-light")), terminal_size=(120, 36))
 
 
 def test_dashboard_high_contrast(snap_compare):
-    assert snap_compare(make_app(config=Config(theme="sparktop-high-contrast")), terminal_size=(120, 36))
+    assert snap_compare(pictured(config=Config(theme="sparktop-high-contrast")), terminal_size=(120, 36))
 
 
 def test_dashboard_nvidia(snap_compare):
-    assert snap_compare(make_app(config=Config(theme="sparktop-nvidia")), terminal_size=(120, 36))
+    assert snap_compare(pictured(config=Config(theme="sparktop-nvidia")), terminal_size=(120, 36))
 
 
 def test_dashboard_80x24(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(80, 24))
+    assert snap_compare(pictured(), terminal_size=(80, 24))
 
 
 def test_dashboard_200x60(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(200, 60))
+    assert snap_compare(pictured(), terminal_size=(200, 60))
 
 
 def test_containers_tab(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(120, 36), press=["2"])
+    assert snap_compare(pictured(), terminal_size=(120, 36), press=["2"])
 
 
 def test_processes_tab_80x24(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(80, 24), press=["3"])
+    assert snap_compare(pictured(), terminal_size=(80, 24), press=["3"])
 
 
 def test_critical_pressure(snap_compare):
@@ -47,7 +52,7 @@ def test_critical_pressure(snap_compare):
 
 
 def test_help_screen(snap_compare):
-    assert snap_compare(make_app(), terminal_size=(100, 36), press=["question_mark"])
+    assert snap_compare(pictured(), terminal_size=(100, 36), press=["question_mark"])
 
 
 def test_too_small(snap_compare):

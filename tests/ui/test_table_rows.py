@@ -11,7 +11,7 @@ from sparktop.format import ColumnUnit, column_unit, fmt_bytes_in, fmt_rate_in
 from sparktop.model import GIB, DockerStatus, GpuReport
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.widgets.status_line import StatusLine
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app
 
 MIB = 1024**2
 
@@ -119,7 +119,7 @@ def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
 
 async def test_the_command_line_has_room_at_120_columns() -> None:
     """At 120 columns the command column was 9 characters wide (units in every cell, wide name columns)."""
-    app = make_app()  # seven minutes in: the trend column is filled
+    app = make_app(warmup=SEVEN_MINUTES)  # the trend column is filled
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("3")
         await pilot.pause()

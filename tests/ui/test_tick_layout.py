@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widget import Widget
 
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app
 
 
 @pytest.mark.parametrize(
@@ -15,7 +15,7 @@ from tests.ui.demo_app import make_app
 )
 async def test_steady_ticks_lay_nothing_out(scenario: str, tab: str, monkeypatch) -> None:
     """Also on a discrete GPU, where the GPU memory bar is shown (and measures its lines once a tick)."""
-    app = make_app(scenario)
+    app = make_app(scenario, warmup=SEVEN_MINUTES)  # steady: past the creep window
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press(tab)
         for _ in range(3):
