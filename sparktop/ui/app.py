@@ -48,6 +48,7 @@ from sparktop.settings.config import Config
 from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH, terminal_gone
 from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
+from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
@@ -359,6 +360,7 @@ class SparktopApp(App[None]):
         self._timer = self.set_interval(self.interval, self._tick, name="sample")
 
     def _tick(self) -> None:
+        release_retained_styles()  # every interval, sampling or not (paused, ended, late)
         if self.source_ended:
             return
         if self._polling:
@@ -421,7 +423,9 @@ class SparktopApp(App[None]):
             callback()
 
     async def refresh_once(self) -> None:
-        """Take one sample now, on the event loop (for tests and screenshots, with auto_refresh=False)."""
+        """Take one sample now, on the event loop (for tests and screenshots, with auto_refresh=False): a tick
+        without the timer."""
+        release_retained_styles()
         try:
             snapshot = self.source.sample()
         except SourceExhausted as exc:

@@ -1,13 +1,15 @@
 """Long sessions: a tab switch must not leave widgets behind (issue 13 item 12).
 
 Textual's Footer rebuilds its keys on every focus change; the removed keys stayed referenced through the
-Footer's `compact` watchers (~0.45 MB a switch). The RSS figures are in bench/bench_soak.py; this counts
-the objects themselves, which is exact and quick."""
+Footer's `compact` watchers (~0.45 MB a switch). Their rendered lines stayed too, in the `StylesCache`
+objects Textual's `get_inner_outer` lru_cache keeps (Textual issue #6665). The RSS figures are in
+bench/bench_soak.py; this counts the objects themselves, which is exact and quick."""
 
 from __future__ import annotations
 
 import gc
 
+from textual._styles_cache import StylesCache
 from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 
@@ -34,3 +36,24 @@ async def test_tab_switches_leave_no_widgets_behind() -> None:
         await pilot.pause()
         assert detached_widgets() <= before, "removed widgets are still referenced"
         assert detached_widgets(FooterKey) <= keys_before, "removed footer keys are still referenced"
+
+
+def styles_caches_without_a_widget() -> int:
+    """`StylesCache` objects (each widget has one, with its rendered lines) beyond the widgets alive: the
+    rendered lines of widgets that are gone. Other tests' leftovers only add to it, so 0 means none."""
+    gc.collect()
+    objects = gc.get_objects()
+    caches = sum(1 for o in objects if isinstance(o, StylesCache))
+    widgets = sum(1 for o in objects if isinstance(o, Widget))
+    return caches - widgets
+
+
+async def test_tab_switches_leave_no_rendered_lines_behind() -> None:
+    app = make_app(warmup=3)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for key in "12345" * 2:  # each switch rebuilds the footer's keys, and their lines are drawn
+            await pilot.press(key)
+            await pilot.pause()
+        await app.refresh_once()  # the next tick lets go of them
+        await pilot.pause()
+        assert styles_caches_without_a_widget() <= 0, "dead widgets' rendered lines are still referenced"

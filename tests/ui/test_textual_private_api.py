@@ -1,26 +1,32 @@
-"""Textual's private API, where sparktop uses it (issue #14): only in sparktop/ui/widgets/datatable_cache.py,
-only the names it declares, and each of them still there, with the same signature, in the installed Textual,
+"""Textual's private API, where sparktop uses it (issue #14): only in sparktop/ui/widgets/datatable_cache.py
+(DataTable's render caches) and sparktop/ui/styles_cache_leak.py (a Textual leak worked around), only the
+names they declare, and each of them still there, with the same signature, in the installed Textual,
 whose version is inside the range pyproject.toml pins. A Textual upgrade that changes one of them fails here,
 naming it, instead of silently drawing stale cells or re-rendering every tick."""
 
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import inspect
 import pkgutil
 import re
 import tomllib
+import weakref
 from importlib.metadata import version
 from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.version import Version
 from textual.app import App, ComposeResult
+from textual.color import Color
 from textual.geometry import Region
 from textual.widgets import DataTable
 
+import sparktop
 import sparktop.ui
+from sparktop.ui import styles_cache_leak
 from sparktop.ui.widgets import datatable_cache
 from sparktop.ui.widgets.datatable_cache import (
     PRIVATE_API,
@@ -125,6 +131,46 @@ def test_datatable_still_has_each_private_attribute() -> None:
     hash(table._pseudo_class_state)  # both are parts of cache keys
     hash(table._show_hover_cursor)
     assert isinstance(table._require_update_dimensions, bool)
+
+
+def test_the_styles_cache_leak_is_still_there_to_work_around() -> None:
+    """styles_cache_leak.py clears an lru_cache that keeps StylesCache objects alive (Textual issue #6665).
+    When Textual fixes it (or renames it), this fails: then the module and its calls can go."""
+    module = importlib.import_module(styles_cache_leak.PRIVATE_MODULE)
+    owner, method = styles_cache_leak.LEAKY_CACHE.split(".")
+    cache = getattr(getattr(module, owner, None), method, None)
+    assert callable(getattr(cache, "cache_clear", None)), (
+        f"textual {version('textual')}: {styles_cache_leak.LEAKY_CACHE} is no longer an lru_cache; "
+        "styles_cache_leak.py has nothing to clear"
+    )
+
+    class Probe:  # the leak: the cache's key holds `self`
+        pass
+
+    probe = Probe()
+    grey, red = Color(20, 20, 20), Color(200, 0, 0)
+    cache(probe, grey, red)
+    held = weakref.ref(probe)
+    del probe
+    gc.collect()
+    leaking = held() is not None
+    styles_cache_leak.release_retained_styles()
+    gc.collect()
+    assert leaking, f"textual {version('textual')} lets go of StylesCache objects: remove styles_cache_leak"
+    assert held() is None, "release_retained_styles() did not let go of what the cache held"
+
+
+def test_no_private_textual_module_is_imported_elsewhere() -> None:
+    """`from textual._x import` / `textual.widgets._x` only in the declared modules."""
+    allowed = {Path(styles_cache_leak.__file__).resolve()}
+    pattern = re.compile(r"^\s*(?:from|import)\s+textual(?:\.\w+)*\._\w+", re.MULTILINE)
+    found = sorted(
+        str(path.relative_to(Path(sparktop.__file__).parent))
+        for path in Path(sparktop.__file__).parent.rglob("*.py")
+        if path.resolve() not in allowed and pattern.search(path.read_text())
+    )
+    assert not found, f"private Textual modules imported in {found}: use public API or declare a workaround"
+    assert pattern.search(Path(styles_cache_leak.__file__).read_text())  # the scan finds what it looks for
 
 
 # --- nothing else uses Textual's private API ---------------------------------------------------------------
