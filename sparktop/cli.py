@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sparktop import __version__
 from sparktop.format import column_unit, fmt_bytes, fmt_bytes_in, fmt_size
@@ -52,6 +52,10 @@ class CliParser(argparse.ArgumentParser):
     """argparse that exits 3 on a usage error: 2 means "OOM risk" for `plan`, and one code for bad input
     serves scripts best."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command_parsers: dict[str, argparse.ArgumentParser] = {}  # name -> its parser (build_parser)
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         from sparktop.text import visible_lines
@@ -74,6 +78,10 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
 
 
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
+
+
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The whole command line. Only the subcommand named in `argv` gets its arguments (its module is
     imported); the others are listed with their help line."""
@@ -91,7 +99,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     parser.add_argument("--max", type=float, metavar="GB", help="aggressive line in GB (default 100)")
     parser.add_argument("--units", choices=("GiB", "GB"), help="units for sizes (default GiB)")
     parser.add_argument("--theme", help="theme name (default sparktop-dark)")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
+    add_config_argument(parser)
     parser.add_argument("--read-only", action="store_true", help="disable every container stop and signal")
     # `sparktop web --allow-actions` lets its sessions act on this machine although they read an exporter.
     parser.add_argument("--exporter-actions", action="store_true", help=argparse.SUPPRESS)
@@ -108,6 +116,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     for sub in SUBCOMMANDS:
         sub_parser = commands.add_parser(sub.name, help=sub.help, description=sub.help)
         sub_parser.prog = f"sparktop {sub.name}"
+        parser.command_parsers[sub.name] = sub_parser
         if sub.name == wanted:
             importlib.import_module(sub.module).add_arguments(sub_parser)
     return parser
@@ -128,10 +137,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
 
 
+def parse_command_line(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
+    """`parser.parse_args(args)`, except that an option given before a command keeps its value when the
+    command takes the same option: argparse lets the command's defaults overwrite it, so `sparktop --config
+    FILE serve` read no config file and `sparktop --replay FILE record OUT` recorded this machine. Given
+    on both sides, the one after the command wins."""
+    args = list(args)
+    commands = getattr(parser, "command_parsers", {})
+    at = next((i for i, arg in enumerate(args) if arg in commands), None)
+    if at:
+        defaults = vars(parser.parse_args([]))
+        before, _ = parser.parse_known_args(args[:at])
+        given = {dest: value for dest, value in vars(before).items() if value != defaults.get(dest)}
+        commands[args[at]].set_defaults(**given)
+    return parser.parse_args(args)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args)
-    opts = parser.parse_args(args)
+    opts = parse_command_line(parser, args)
     if opts.command is not None:
         sub = next(s for s in SUBCOMMANDS if s.name == opts.command)
         return int(importlib.import_module(sub.module).run(opts))
@@ -202,21 +227,14 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
         source.close()
 
 
-ONCE_SETTLE_S = 1.5  # the most `--once` waits for model servers to answer (a probe times out after 1 s)
-
-
 def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Sequence[str] = ()) -> int:
+    from sparktop.collect.source import settled_sample
     from sparktop.encoding import for_stream, json_for_stream
     from sparktop.session import Session
     from sparktop.text import json_visible, visible_lines
 
-    sample = source.sample()
-    settle = getattr(source, "settle", None)
-    if callable(settle) and settle(ONCE_SETTLE_S):
-        # Model servers are read in the background: the first sample finds them (and the ports containers
-        # publish), a bounded wait lets them answer, and a second sample carries what they said.
-        sample = source.sample()
-    snapshot = Session().ingest(sample)  # accounted (a recording may hold none, or a failed one)
+    # Accounted here: a recording may hold none, or a failed one.
+    snapshot = Session().ingest(settled_sample(source))
     # Problems in the user's files belong with the snapshot's own errors: a script reading the JSON sees them.
     snapshot.errors.extend(f"config: {problem}" for problem in problems)
     if as_json:

@@ -27,6 +27,7 @@ from sparktop.text import json_visible, visible_lines
 if TYPE_CHECKING:
     from sparktop.model import Snapshot
     from sparktop.plan.measured import LiveFacts
+    from sparktop.settings.config import Config
 
 EXIT_FITS, EXIT_TIGHT, EXIT_OOM, EXIT_BAD_INPUT = 0, 1, 2, 3
 EXIT_CODES = {FITS: EXIT_FITS, TIGHT: EXIT_TIGHT, OOM_RISK: EXIT_OOM, WONT_FIT: EXIT_OOM}
@@ -59,6 +60,8 @@ def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     """The `plan` subcommand's arguments. Usage errors on this parser exit with 3 (bad input), not argparse's
     2, which here means "OOM risk"."""
+    from sparktop.cli import add_config_argument
+
     parser.description = __doc__.split("\n\n")[0]
     parser.epilog = EXIT_TABLE
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -97,6 +100,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="list catalog workloads and exit; FILTER: words, kind:training, source:local",
     )
     parser.add_argument("--save", type=Path, metavar="PLAN.toml", help="also write the plan to this file")
+    add_config_argument(parser)  # the lines and the model servers of the live baseline
     parser.add_argument(
         "--catalog",
         type=Path,
@@ -115,30 +119,32 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.error = lambda message: _usage_error(parser, message)  # type: ignore[method-assign]
 
 
-def _lines(args: argparse.Namespace) -> tuple[float | None, float | None, list[str]]:
-    """The user's lines in bytes: --safe/--max, else the dashboard's config file when it sets them; None
-    keeps the reference's 80/100 GB (scaled on a small machine). The same rules as the dashboard's
-    (SettingsError naming the flag); the config file's problems are returned to be reported."""
+def _settings(args: argparse.Namespace) -> tuple[Config, float | None, float | None, list[str]]:
+    """The dashboard's config file (`--config`, else the default one) with --safe/--max on top, and the
+    user's lines in bytes from it: None keeps the reference's 80/100 GB (scaled on a small machine). The
+    same rules as the dashboard's (SettingsError naming the flag); the file's problems are returned to be
+    reported."""
     from sparktop.settings.config import apply_overrides, load_config
 
-    config, problems = load_config()
+    config, problems = load_config(getattr(args, "config", None))
     config = apply_overrides(config, {"safe_gb": ("--safe", args.safe), "max_gb": ("--max", args.max)})
     chosen = config.model_fields_set
     safe = config.safe_gb * GB if "safe_gb" in chosen else None
     high = config.max_gb * GB if "max_gb" in chosen else None
-    return safe, high, problems
+    return config, safe, high, problems
 
 
-def _live_snapshot() -> Snapshot:
+def _live_snapshot(config: Config | None = None) -> Snapshot:
+    """One live sample, with the model servers the config lists and a bounded wait for their first answers
+    (a plan next to a loaded model uses its measured peak)."""
     from sparktop.collect.sampler import LiveSource
+    from sparktop.collect.source import settled_sample
 
-    source = LiveSource()
+    source = LiveSource(config=config)
     try:
-        return source.sample()
+        return settled_sample(source)
     finally:
-        close = getattr(source, "close", None)
-        if close:
-            close()
+        source.close()
 
 
 def parse_workload_arg(text: str) -> tuple[str, dict[str, str]]:
@@ -291,7 +297,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     from sparktop.settings.files import SettingsError
 
     try:  # the lines first: a bad --safe/--max is refused before anything is loaded or measured
-        safe, aggressive, problems = _lines(args)
+        config, safe, aggressive, problems = _settings(args)
     except SettingsError as exc:
         return _fail(str(exc), as_json)
     for problem in problems:
@@ -326,7 +332,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
         baseline = Baseline.clean()
     else:
         try:
-            snap = (baseline_provider or _live_snapshot)()
+            snap = baseline_provider() if baseline_provider else _live_snapshot(config)
             baseline = Baseline.from_snapshot(snap)
         except Exception as exc:
             fallback_note = f"live baseline unavailable ({exc}): planned for a clean machine"

@@ -7,12 +7,13 @@ import signal
 import sys
 from pathlib import Path
 
-from sparktop.settings.config import INTERVAL_RANGE, finite_check
+from sparktop.settings.config import INTERVAL_RANGE, finite_check, load_config
 from sparktop.settings.files import SettingsError
+from sparktop.text import visible_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from sparktop.cli import add_source_arguments
+    from sparktop.cli import add_config_argument, add_source_arguments
 
     parser.description = (
         "Append snapshots to a JSONL file (gzip-compressed when FILE ends in .gz: about 20 times smaller), "
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--append", action="store_true", help="append to an existing recording")
     mode.add_argument("--overwrite", action="store_true", help="replace an existing file")
     add_source_arguments(parser)
+    add_config_argument(parser)  # the model servers it lists are recorded too
 
 
 _INTERVAL = finite_check(*INTERVAL_RANGE, "seconds")
@@ -51,8 +53,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"sparktop record: {SettingsError(None, None, flag, str(exc))}", file=sys.stderr)
             return 3
     mode: RecordMode = "append" if args.append else "overwrite" if args.overwrite else "new"
+    config, problems = load_config(getattr(args, "config", None))
+    for problem in problems:  # that key keeps its default, as in the dashboard
+        print(visible_lines(f"sparktop record: config: {problem}"), file=sys.stderr)
     try:
-        source = open_source(demo=args.demo, replay=args.replay, seed=args.seed)
+        source = open_source(demo=args.demo, replay=args.replay, seed=args.seed, config=config)
     except SourceError as exc:
         print(f"sparktop record: {exc}", file=sys.stderr)
         return 2

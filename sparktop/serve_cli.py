@@ -9,7 +9,6 @@ import argparse
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,10 +38,12 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_line_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparktop.cli import add_config_argument
+
     parser.add_argument("--interval", type=float, help="seconds between samples (default: config, 1)")
     parser.add_argument("--safe", type=float, metavar="GB", help="safe line in GB (default 80)")
     parser.add_argument("--max", type=float, metavar="GB", help="aggressive line in GB (default 100)")
-    parser.add_argument("--config", type=Path, metavar="FILE", help="config file (default: XDG config dir)")
+    add_config_argument(parser)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

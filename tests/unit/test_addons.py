@@ -184,3 +184,75 @@ def test_once_samples_again_only_when_a_background_collector_has_something(capsy
         assert _print_once(source, as_json=True, units="GiB") == 0
         assert source.samples == samples and len(source.settled) == 1
         assert json.loads(capsys.readouterr().out)["source"] == "demo"
+
+
+def _configured_ollama(httpserver, tmp_path: Path) -> tuple[str, Path]:
+    """An Ollama 0.12 on a port nothing finds without configuration, and a config file listing it."""
+    httpserver.expect_request("/api/ps").respond_with_json(
+        json.loads((DATA / "ollama-0.12-ps.json").read_text())
+    )
+    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
+    url = httpserver.url_for("/").rstrip("/")
+    path = tmp_path / "config.toml"
+    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
+    return url, path
+
+
+def _recorded_models(path: Path, url: str) -> list[list[str]]:
+    from sparktop.collect.replay import ReplaySource
+    from sparktop.collect.source import SourceExhausted
+
+    source = ReplaySource(path)
+    seen: list[list[str]] = []
+    try:
+        while True:
+            snap = source.sample()
+            seen += [[m.name for m in r.models] for r in snap.services if r.endpoint == url]
+    except SourceExhausted:
+        return seen
+    finally:
+        source.close()
+
+
+def test_record_records_the_servers_the_config_lists(httpserver, tmp_path):
+    """`sparktop record` opened the live source without the config: a configured server was never read."""
+    from sparktop.cli import main
+
+    url, config = _configured_ollama(httpserver, tmp_path)
+    out = tmp_path / "run.jsonl"
+    argv = ["record", str(out), "--config", str(config), "--interval", "0.25", "--duration", "1.5"]
+    assert main(argv) == 0
+    assert ["llama3.1:70b", "qwen2.5-coder:7b"] in _recorded_models(out, url)
+
+
+def test_an_option_given_before_the_command_is_kept(httpserver, tmp_path):
+    """`sparktop --config FILE record OUT`: argparse let the command's default (no file) overwrite it."""
+    from sparktop.cli import build_parser, main, parse_command_line
+
+    url, config = _configured_ollama(httpserver, tmp_path)
+    out = tmp_path / "run.jsonl"
+    assert main(["--config", str(config), "record", str(out), "--interval", "0.25", "--duration", "1.5"]) == 0
+    assert ["llama3.1:70b", "qwen2.5-coder:7b"] in _recorded_models(out, url)
+    for argv, expected in (
+        (["--config", "a.toml", "serve"], "a.toml"),
+        (["serve", "--config", "b.toml"], "b.toml"),
+        (["--config", "a.toml", "serve", "--config", "b.toml"], "b.toml"),  # after the command wins
+        (["--replay", "x.jsonl", "record", "out"], None),
+    ):
+        opts = parse_command_line(build_parser(argv), argv)
+        assert opts.config == (Path(expected) if expected else None), argv
+    argv = ["--replay", "x.jsonl", "record", "out"]
+    assert parse_command_line(build_parser(argv), argv).replay == "x.jsonl"
+    argv = ["record", "out"]
+    assert parse_command_line(build_parser(argv), argv).interval == 1.0  # the command's own default stays
+
+
+def test_plan_live_baseline_sees_a_model_the_configured_server_holds(httpserver, tmp_path, capsys):
+    """A model already loaded in a configured server is in the live baseline: planned again on top, it was
+    counted twice (and `plan` said it would not fit next to itself)."""
+    from sparktop.cli import main
+
+    _url, config = _configured_ollama(httpserver, tmp_path)
+    main(["plan", "llama3.1:70b", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert "already running (llama3.1:70b on ollama" in out, out

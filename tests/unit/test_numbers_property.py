@@ -15,7 +15,7 @@ from sparktop.catalog import load_catalog
 from sparktop.catalog.params import PARAMS
 from sparktop.cli import build_parser, settings_from
 from sparktop.plan import Plan, PlanError, evaluate
-from sparktop.plan_cli import _lines
+from sparktop.plan_cli import _settings
 from sparktop.record_cli import _DURATION, _INTERVAL
 from sparktop.settings.config import DEFAULTS, config_from_mapping
 from sparktop.settings.files import SettingsError
@@ -83,7 +83,7 @@ def test_every_dashboard_flag(flag, text):
 def test_plan_lines(safe, high):
     args = argparse.Namespace(safe=safe, max=high)
     try:
-        safe_bytes, max_bytes, _problems = _lines(args)
+        _config, safe_bytes, max_bytes, _problems = _settings(args)
     except SettingsError as exc:
         assert str(exc).startswith(("--safe: ", "--max: "))
         return
