@@ -18,6 +18,7 @@ from sparktop.format import column_unit, fmt_bytes, fmt_bytes_in, fmt_size
 from sparktop.machine import describe_machine
 from sparktop.settings.config import INTERVAL_RANGE, Config, apply_overrides, load_config
 from sparktop.settings.files import SettingsError
+from sparktop.text import say
 
 if TYPE_CHECKING:
     from sparktop.collect.source import SnapshotSource
@@ -162,15 +163,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(importlib.import_module(sub.module).run(opts))
     if opts.json and not opts.once:
         parser.error("--json needs --once")
-    from sparktop.text import visible_lines
 
     try:
         config, problems = settings_from(opts)
     except SettingsError as exc:
-        print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
+        say("sparktop", exc)
         return EXIT_BAD_INPUT
     for problem in problems:  # they quote the file's keys and values
-        print(visible_lines(f"sparktop: {problem}"), file=sys.stderr)
+        say("sparktop", problem)
     if opts.cluster or opts.prometheus or opts.nodes:
         return _run_cluster(parser, opts, config)
     # Start-up makes a few hundred thousand objects that live as long as the dashboard (modules, CSS,
@@ -203,7 +203,6 @@ def settings_from(opts: argparse.Namespace) -> tuple[Config, list[str]]:
 
 def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: list[str]) -> int:
     from sparktop.collect.factory import SourceError, open_source
-    from sparktop.text import visible_lines
 
     try:
         if opts.exporter:
@@ -217,7 +216,7 @@ def _open_source_and_run(opts: argparse.Namespace, config: Config, problems: lis
         else:
             source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
-        print(visible_lines(f"sparktop: {exc}"), file=sys.stderr)
+        say("sparktop", exc)
         return 2
     try:
         if opts.once:
@@ -302,7 +301,7 @@ def _run_dashboard(source: SnapshotSource, config: Config, problems: list[str], 
         config = config.model_copy(update={"interval": min(max(float(recorded_interval), low), high)})
     refusal = dashboard_refusal(os.environ, terminal_size())
     if refusal is not None:
-        print(f"sparktop: {refusal}", file=sys.stderr)
+        say("sparktop", refusal)
         return 2
     from sparktop.ui.app import SparktopApp
 

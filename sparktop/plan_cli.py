@@ -22,7 +22,7 @@ from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.catalog.loader import Catalog, load_catalog
 from sparktop.catalog.params import kind_label
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
-from sparktop.text import json_visible, visible_lines
+from sparktop.text import json_visible, say, visible_lines
 
 if TYPE_CHECKING:
     from sparktop.model import Snapshot
@@ -53,7 +53,7 @@ def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:
 
     store = shared_store()
     if store.status:
-        print(f"sparktop plan: {store.status}", file=sys.stderr)
+        say("sparktop plan", store.status)
     return LiveFacts(footprints=store.all, snapshot=snap, use_measured=use_measured)
 
 
@@ -276,7 +276,7 @@ def render_list(catalog: Catalog, filter_text: str, facts: LiveFacts | None = No
 
 
 def _fail(message: str, as_json: bool, suggestions: list[str] | None = None) -> int:
-    print(visible_lines(f"sparktop plan: {message}"), file=sys.stderr)
+    say("sparktop plan", message)
     if as_json:
         print(json_visible(json.dumps({"error": message, "suggestions": suggestions or []})))
     return EXIT_BAD_INPUT
@@ -301,7 +301,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     except SettingsError as exc:
         return _fail(str(exc), as_json)
     for problem in problems:
-        print(visible_lines(f"sparktop plan: config: {problem}"), file=sys.stderr)
+        say("sparktop plan", f"config: {problem}")
     user_catalog = getattr(args, "catalog", None)
     if user_catalog is not None and not Path(user_catalog).is_file():
         return _fail(f"no catalog file {user_catalog}", as_json)
@@ -310,7 +310,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     except Exception as exc:  # a broken install: say so, do not trace back
         return _fail(f"cannot load the catalog: {exc}", as_json)
     for error in catalog.errors:
-        print(visible_lines(f"sparktop plan: catalog: {error}"), file=sys.stderr)
+        say("sparktop plan", f"catalog: {error}")
     problems = [f"config: {p}" for p in problems] + [f"catalog: {e}" for e in catalog.errors]
 
     if getattr(args, "list_filter", None) is not None:
@@ -336,7 +336,7 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
             baseline = Baseline.from_snapshot(snap)
         except Exception as exc:
             fallback_note = f"live baseline unavailable ({exc}): planned for a clean machine"
-            print(visible_lines(f"sparktop plan: {fallback_note}"), file=sys.stderr)
+            say("sparktop plan", fallback_note)
             baseline = Baseline.clean()
 
     ev = evaluate(plan, baseline, safe, aggressive, facts=_facts(snap, use_measured=not args.estimate))

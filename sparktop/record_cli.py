@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from pathlib import Path
 
 from sparktop.settings.config import INTERVAL_RANGE, finite_check, load_config
 from sparktop.settings.files import SettingsError
-from sparktop.text import visible_lines
+from sparktop.text import say
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,16 +49,16 @@ def run(args: argparse.Namespace) -> int:
         try:
             check(value)
         except ValueError as exc:
-            print(f"sparktop record: {SettingsError(None, None, flag, str(exc))}", file=sys.stderr)
+            say("sparktop record", SettingsError(None, None, flag, str(exc)))
             return 3
     mode: RecordMode = "append" if args.append else "overwrite" if args.overwrite else "new"
     config, problems = load_config(getattr(args, "config", None))
     for problem in problems:  # that key keeps its default, as in the dashboard
-        print(visible_lines(f"sparktop record: config: {problem}"), file=sys.stderr)
+        say("sparktop record", f"config: {problem}")
     try:
         source = open_source(demo=args.demo, replay=args.replay, seed=args.seed, config=config)
     except SourceError as exc:
-        print(f"sparktop record: {exc}", file=sys.stderr)
+        say("sparktop record", exc)
         return 2
     # `kill`, `timeout` or a closed session end the recording as Ctrl-C does: the file is closed properly
     # (a compressed one gets its end marker) and the count is reported.
@@ -70,14 +69,14 @@ def run(args: argparse.Namespace) -> int:
         ingesting = IngestingSource(source, Session())
         count = record(ingesting, args.file, interval=args.interval, duration=args.duration, mode=mode)
     except FileExistsError as exc:
-        print(f"sparktop record: {exc}", file=sys.stderr)
+        say("sparktop record", exc)
         return 2
     except OSError as exc:
-        print(f"sparktop record: {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        say("sparktop record", f"{args.file}: {exc.strerror or exc}")
         return 2
     finally:
         source.close()
-    print(f"sparktop record: wrote {count} snapshots to {args.file}", file=sys.stderr)
+    say("sparktop record", f"wrote {count} snapshots to {args.file}")
     return 0
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import threading
 from typing import TYPE_CHECKING
+
+from sparktop.text import say
 
 if TYPE_CHECKING:
     from sparktop.settings.config import Config
@@ -76,7 +77,7 @@ def load_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> 
 
     config, problems = load_config(opts.config)
     for problem in problems:
-        print(f"{parser.prog}: {problem}", file=sys.stderr)
+        say(parser.prog, problem)
     flags = {"interval": ("--interval", opts.interval), "safe_gb": ("--safe", opts.safe),
              "max_gb": ("--max", opts.max)}  # fmt: skip
     try:
@@ -114,18 +115,18 @@ def run(opts: argparse.Namespace) -> int:
     try:
         source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
-        print(f"sparktop serve: {exc}", file=sys.stderr)
+        say("sparktop serve", exc)
         return 2
     loop = SamplingLoop(source, interval, safe, aggressive, history_hours=hours)
     try:
         server = ExporterServer(loop, host, port)
     except OSError as exc:
         source.close()
-        print(f"sparktop serve: cannot listen on {opts.listen}: {exc.strerror or exc}", file=sys.stderr)
+        say("sparktop serve", f"cannot listen on {opts.listen}: {exc.strerror or exc}")
         return 2
     loop.step()  # the first scrape already has data
     loop.start()
-    print(f"sparktop serve: {server.url}/metrics ({getattr(source, 'name', 'live')} source)", file=sys.stderr)
+    say("sparktop serve", f"{server.url}/metrics ({getattr(source, 'name', 'live')} source)")
     stopping = threading.Event()
 
     def stop(_signum: int, _frame: object) -> None:

@@ -20,6 +20,7 @@ recording replayed is validated again):
 from __future__ import annotations
 
 import re
+import sys
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -59,6 +60,12 @@ def visible_lines(text: str) -> str:
     if text.isprintable():
         return text
     return _CONTROL_BUT_NEWLINE.sub(_shown, text)
+
+
+def say(program: str, message: object) -> None:
+    """One message of a command (`sparktop serve: ...`) on stderr, control characters made visible: it may
+    quote a file's keys, a path, a server's error or a recording's line."""
+    print(visible_lines(f"{program}: {message}"), file=sys.stderr, flush=True)
 
 
 def has_raw_controls(text: str) -> bool:

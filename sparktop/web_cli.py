@@ -19,6 +19,7 @@ import socket
 import sys
 
 from sparktop.serve_cli import add_line_arguments, add_source_arguments, lines_of, load_settings
+from sparktop.text import say
 
 DEFAULT_PORT = 8765
 
@@ -82,12 +83,12 @@ def run(opts: argparse.Namespace) -> int:
     interval, safe, aggressive, hours = lines_of(config)
     problem = _port_free(opts.host, opts.port)
     if problem:
-        print(f"sparktop web: cannot listen on {opts.host}:{opts.port}: {problem}", file=sys.stderr)
+        say("sparktop web", f"cannot listen on {opts.host}:{opts.port}: {problem}")
         return 2
     try:
         source = make_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
-        print(f"sparktop web: {exc}", file=sys.stderr)
+        say("sparktop web", exc)
         return 2
     loop = SamplingLoop(source, interval, safe, aggressive, history_hours=hours)
     exporter = ExporterServer(loop, "127.0.0.1", 0)  # private: only this machine's sessions read it

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
 
 from sparktop.settings.guard import GuardSettings
-from sparktop.text import visible
+from sparktop.text import say
 
 EXIT_BAD_INPUT = 3
 
@@ -79,14 +78,11 @@ def run(opts: argparse.Namespace) -> int:
     settings, problems = load_guard_settings(opts.config)
     for problem in problems:  # load_settings has printed them; say what a bad [guard] table means here
         if "guard." in problem or ": guard:" in problem:
-            print(
-                visible(f"sparktop guard: {problem}: the [guard] table is not used (no policy)"),
-                file=sys.stderr,
-            )
+            say("sparktop guard", f"{problem}: the [guard] table is not used (no policy)")
     try:
         source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:
-        print(f"sparktop guard: {exc}", file=sys.stderr)
+        say("sparktop guard", exc)
         return EXIT_BAD_INPUT
     box = None
     if settings.blackbox and not opts.no_blackbox:
@@ -128,7 +124,7 @@ def run(opts: argparse.Namespace) -> int:
         session,
         interval,
         on_snapshot=guard.on_snapshot,
-        on_error=lambda line: print(f"sparktop guard: {line}", file=sys.stderr, flush=True),
+        on_error=lambda line: say("sparktop guard", line),
     )
     runner.start()
     started = time.monotonic()

@@ -1,0 +1,61 @@
+"""Every command's messages on stderr show a config file's text with its control characters made visible
+(issue 13: text others control is never written raw to the terminal). `sparktop serve` and `sparktop
+guard` printed a key named with an OSC title escape as it was: the terminal's title changed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparktop.cli import main
+from sparktop.text import has_raw_controls
+
+TITLE_ESCAPE = "\x1b]2;PWNED\x07"
+
+
+@pytest.fixture
+def hostile_config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.toml"
+    # A key and a value that carry escapes (TOML's \u escapes: the file itself is plain text).
+    path.write_text('"k\\u001b]2;PWNED\\u0007" = 1\ntheme = "t\\u009b31m"\n')
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--once", "--demo"],
+        ["record", "{tmp}/run.jsonl", "--demo", "--duration", "0.3", "--interval", "0.1"],
+        ["plan", "--clean", "llama3.1:8b"],
+        ["guard", "--demo", "--duration", "0.3", "--interval", "0.1", "--no-blackbox"],
+    ],
+    ids=["once", "record", "plan", "guard"],
+)
+def test_a_commands_messages_show_config_text_plainly(argv, hostile_config, tmp_path, capsys) -> None:
+    main([a.replace("{tmp}", str(tmp_path)) for a in argv] + ["--config", str(hostile_config)])
+    err = capsys.readouterr().err
+    assert "unknown key" in err  # the problem is reported...
+    assert "k^[]2;PWNED^G" in err and not has_raw_controls(err), err  # ...as plain text
+
+
+def test_serve_shows_config_text_plainly(hostile_config: Path) -> None:
+    sparktop = str(Path(sys.executable).with_name("sparktop"))  # the installed command
+    args = ["serve", "--demo", "--listen", "127.0.0.1:0", "--config", str(hostile_config)]
+    child = subprocess.Popen([sparktop, *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert child.stderr is not None
+    lines = []
+    try:
+        for raw in child.stderr:
+            lines.append(raw.decode())
+            if "/metrics" in lines[-1]:
+                break
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.wait(timeout=10)
+    err = "".join(lines)
+    assert "k^[]2;PWNED^G" in err and not has_raw_controls(err), err
+    assert TITLE_ESCAPE not in err
