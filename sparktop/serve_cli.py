@@ -72,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
 def load_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> Config:
     """The config file with the flags on top, by the dashboard's rules: the file's problems are printed
     (that key keeps its default), a bad flag is a usage error naming it."""
+    return read_settings(parser, opts)[0]
+
+
+def read_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[Config, list[str]]:
+    """`load_settings`, and the problems it printed (the guard says what a bad [guard] table means)."""
     from sparktop.settings.config import apply_overrides, load_config
     from sparktop.settings.files import SettingsError
 
@@ -81,7 +86,7 @@ def load_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> 
     flags = {"interval": ("--interval", opts.interval), "safe_gb": ("--safe", opts.safe),
              "max_gb": ("--max", opts.max)}  # fmt: skip
     try:
-        return apply_overrides(config, flags)
+        return apply_overrides(config, flags), problems
     except SettingsError as exc:
         parser.error(str(exc))
 

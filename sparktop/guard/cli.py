@@ -9,7 +9,6 @@ import threading
 import time
 from pathlib import Path
 
-from sparktop.settings.guard import GuardSettings
 from sparktop.text import say
 
 EXIT_BAD_INPUT = 3
@@ -45,16 +44,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_guard_settings(path: Path | None) -> tuple[GuardSettings, list[str]]:
-    """The config file's `[guard]` table, validated like every other setting; one line per problem. A table
-    with a problem is not used: the guard then forecasts, warns and records, and never acts on a policy it
-    could not read."""
-    from sparktop.settings.config import load_config
-
-    config, problems = load_config(path)
-    return config.guard, problems
-
-
 def main(argv: list[str]) -> int:
     return run(_parser().parse_args(argv))
 
@@ -67,16 +56,19 @@ def run(opts: argparse.Namespace) -> int:
     from sparktop.guard.alerts import Alerts
     from sparktop.guard.service import STATE_FILE, Guard
     from sparktop.runner import SessionRunner
-    from sparktop.serve_cli import lines_of, load_settings
+    from sparktop.serve_cli import lines_of, read_settings
     from sparktop.session import Session
 
     parser = _parser()  # for its usage errors
     if opts.duration is not None and not opts.duration > 0:
         parser.error("--duration must be greater than 0")
-    config = load_settings(parser, opts)
+    # The config file is read once: its [guard] table (validated like every other setting; one with a
+    # problem is not used, so the guard forecasts, warns and records, and never acts on a policy it could
+    # not read) and the lines.
+    config, problems = read_settings(parser, opts)
+    settings = config.guard
     interval, safe, aggressive, hours = lines_of(config)
-    settings, problems = load_guard_settings(opts.config)
-    for problem in problems:  # load_settings has printed them; say what a bad [guard] table means here
+    for problem in problems:  # read_settings has printed them; say what a bad [guard] table means here
         if "guard." in problem or ": guard:" in problem:
             say("sparktop guard", f"{problem}: the [guard] table is not used (no policy)")
     try:

@@ -26,12 +26,12 @@ from sparktop.collect.demo import DemoSource
 from sparktop.collect.replay import ReplayEnded, ReplaySource
 from sparktop.collect.signals import read_stat
 from sparktop.guard.alerts import Alerts
-from sparktop.guard.cli import load_guard_settings
 from sparktop.guard.policy import find_target
 from sparktop.guard.service import Guard
 from sparktop.model import GB
 from sparktop.runner import SessionRunner
 from sparktop.session import Session
+from sparktop.settings.config import load_config
 from sparktop.settings.guard import GuardSettings, StopRule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,6 +170,12 @@ def test_a_listed_host_process_gets_sigterm_with_its_exact_start_time(tmp_path: 
             hog.kill()
 
 
+def load_guard_settings(path: Path) -> tuple[GuardSettings, list[str]]:
+    """The [guard] table as `sparktop guard` reads it (with the rest of the config file)."""
+    config, problems = load_config(path)
+    return config.guard, problems
+
+
 def test_a_bad_guard_table_is_reported_with_file_and_line_and_the_guard_does_not_act(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('interval = 2\n[guard]\nfloor_gb = nan\nstop = [{ container = "a" }]\n')
@@ -245,3 +251,24 @@ def test_the_dashboard_collector_reports_the_guard_state(tmp_path: Path) -> None
         collector.close()
         guard.close()
     assert GuardStateCollector(tmp_path / "none.json").collect(snapshot) == []
+
+
+def test_guard_reads_the_config_file_once(tmp_path: Path, monkeypatch) -> None:
+    """It read the file twice at start (lines, then [guard]): its problems were printed twice, and a file
+    edited in between gave the guard a policy from one version and lines from another."""
+    from sparktop.cli import main
+    from sparktop.settings import config as config_module
+
+    reads: list[object] = []
+    real = config_module.load_config
+
+    def counting(path=None):
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(config_module, "load_config", counting)
+    path = tmp_path / "config.toml"
+    path.write_text("[guard]\nfloor_gb = 8\n")
+    argv = ["guard", "--demo", "--duration", "0.2", "--interval", "0.1", "--no-blackbox"]
+    assert main([*argv, "--config", str(path)]) == 0
+    assert reads == [path]
