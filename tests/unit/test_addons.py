@@ -84,19 +84,25 @@ def test_live_source_carries_a_model_server_read_over_http(httpserver):
         source.close()
 
 
+def _configured_ollama(httpserver, tmp_path: Path) -> tuple[str, Path]:
+    """An Ollama 0.12 on a port nothing finds without configuration, and a config file listing it."""
+    httpserver.expect_request("/api/ps").respond_with_json(
+        json.loads((DATA / "ollama-0.12-ps.json").read_text())
+    )
+    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
+    url = httpserver.url_for("/").rstrip("/")
+    path = tmp_path / "config.toml"
+    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
+    return url, path
+
+
 def test_a_server_from_the_config_file_is_probed_by_the_live_source(httpserver, tmp_path):
     """`[[servers]]` in config.toml → the settings and the source the dashboard opens (as `sparktop
     --config FILE` does) → the registry's servers collector → the server's models in Snapshot.services."""
     from sparktop.cli import build_parser, settings_from
     from sparktop.collect.factory import open_source
 
-    httpserver.expect_request("/api/ps").respond_with_json(
-        json.loads((DATA / "ollama-0.12-ps.json").read_text())
-    )
-    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
-    url = httpserver.url_for("/").rstrip("/")  # http://localhost:PORT: not a default port, not published
-    path = tmp_path / "config.toml"
-    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
+    url, path = _configured_ollama(httpserver, tmp_path)
     argv = ["--config", str(path)]
     opts = build_parser(argv).parse_args(argv)
     config, problems = settings_from(opts)
@@ -145,13 +151,7 @@ def test_once_waits_for_a_model_server_to_answer_and_prints_its_models(httpserve
     wait for their first answer it printed no model server at all."""
     from sparktop.cli import main
 
-    httpserver.expect_request("/api/ps").respond_with_json(
-        json.loads((DATA / "ollama-0.12-ps.json").read_text())
-    )
-    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
-    url = httpserver.url_for("/").rstrip("/")
-    path = tmp_path / "config.toml"
-    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
+    url, path = _configured_ollama(httpserver, tmp_path)
     started = time.monotonic()
     assert main(["--once", "--json", "--config", str(path)]) == 0
     took = time.monotonic() - started
@@ -184,18 +184,6 @@ def test_once_samples_again_only_when_a_background_collector_has_something(capsy
         assert _print_once(source, as_json=True, units="GiB") == 0
         assert source.samples == samples and len(source.settled) == 1
         assert json.loads(capsys.readouterr().out)["source"] == "demo"
-
-
-def _configured_ollama(httpserver, tmp_path: Path) -> tuple[str, Path]:
-    """An Ollama 0.12 on a port nothing finds without configuration, and a config file listing it."""
-    httpserver.expect_request("/api/ps").respond_with_json(
-        json.loads((DATA / "ollama-0.12-ps.json").read_text())
-    )
-    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.6"})
-    url = httpserver.url_for("/").rstrip("/")
-    path = tmp_path / "config.toml"
-    path.write_text(f'[[servers]]\nurl = "{url}"\nkind = "ollama"\n')
-    return url, path
 
 
 def _recorded_models(path: Path, url: str) -> list[list[str]]:
