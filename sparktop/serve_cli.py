@@ -31,13 +31,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, port
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("data source (default: this machine, live)")
-    group.add_argument("--demo", nargs="?", const="default", metavar="SCENARIO", help="a simulated DGX Spark")
-    group.add_argument("--replay", metavar="FILE", help="play back a recording made with `sparktop record`")
-    group.add_argument("--seed", type=int, default=0, help="random seed of the demo (default 0)")
-
-
 def add_line_arguments(parser: argparse.ArgumentParser) -> None:
     from sparktop.cli import add_config_argument
 
@@ -49,6 +42,8 @@ def add_line_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`sparktop serve`'s arguments (cli.SUBCOMMANDS)."""
+    from sparktop.cli import add_source_arguments
+
     parser.description = (
         "Prometheus exporter: /metrics, /snapshot.json (as `--once --json`) and /healthz. "
         "Read-only: nothing over HTTP acts on the machine."

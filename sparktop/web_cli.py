@@ -18,7 +18,7 @@ import shlex
 import socket
 import sys
 
-from sparktop.serve_cli import add_line_arguments, add_source_arguments, lines_of, load_settings
+from sparktop.serve_cli import add_line_arguments, lines_of, load_settings
 from sparktop.text import say
 
 DEFAULT_PORT = 8765
@@ -26,6 +26,8 @@ DEFAULT_PORT = 8765
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`sparktop web`'s arguments (cli.SUBCOMMANDS)."""
+    from sparktop.cli import add_source_arguments
+
     parser.description = "The dashboard in a browser (textual-serve). Read-only unless --allow-actions."
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"

@@ -22,7 +22,8 @@ def state_dir() -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`sparktop guard`'s arguments (cli.SUBCOMMANDS)."""
-    from sparktop.serve_cli import add_line_arguments, add_source_arguments
+    from sparktop.cli import add_source_arguments
+    from sparktop.serve_cli import add_line_arguments
 
     parser.description = (
         "Forecast memory exhaustion, warn (terminal, system journal, hooks), keep a black-box recording, "
