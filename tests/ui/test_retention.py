@@ -23,21 +23,6 @@ def detached_widgets(kind: type[Widget] = Widget) -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, kind) and not o.is_attached)
 
 
-async def test_tab_switches_leave_no_widgets_behind() -> None:
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        for key in "12345":  # every tab drawn once: what stays is the working set
-            await pilot.press(key)
-        await pilot.pause()
-        before = detached_widgets()
-        keys_before = detached_widgets(FooterKey)
-        for key in "12345" * 2:
-            await pilot.press(key)
-        await pilot.pause()
-        assert detached_widgets() <= before, "removed widgets are still referenced"
-        assert detached_widgets(FooterKey) <= keys_before, "removed footer keys are still referenced"
-
-
 def styles_caches_without_a_widget() -> int:
     """`StylesCache` objects (each widget has one, with its rendered lines) beyond the widgets alive: the
     rendered lines of widgets that are gone. Other tests' leftovers only add to it, so 0 means none."""
@@ -48,12 +33,19 @@ def styles_caches_without_a_widget() -> int:
     return caches - widgets
 
 
-async def test_tab_switches_leave_no_rendered_lines_behind() -> None:
+async def test_tab_switches_leave_no_widgets_and_no_rendered_lines_behind() -> None:
     app = make_app(warmup=3)
     async with app.run_test(size=(120, 36)) as pilot:
+        for key in "12345":  # every tab drawn once: what stays is the working set
+            await pilot.press(key)
+        await pilot.pause()
+        before = detached_widgets()
+        keys_before = detached_widgets(FooterKey)
         for key in "12345" * 2:  # each switch rebuilds the footer's keys, and their lines are drawn
             await pilot.press(key)
             await pilot.pause()
-        await app.refresh_once()  # the next tick lets go of them
+        assert detached_widgets() <= before, "removed widgets are still referenced"
+        assert detached_widgets(FooterKey) <= keys_before, "removed footer keys are still referenced"
+        await app.refresh_once()  # the next tick lets go of their rendered lines
         await pilot.pause()
         assert styles_caches_without_a_widget() <= 0, "dead widgets' rendered lines are still referenced"
