@@ -118,7 +118,7 @@ class WhatIfPane(Vertical):
         self._stale = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="whatif-head")
+        yield Static("", id="whatif-head", markup=False)  # updated with Content only: styled, never parsed
         yield Static("", id="whatif-hint", markup=False)
         yield BudgetBar(id="whatif-bar")
         with Horizontal(id="whatif-body"):

@@ -8,6 +8,7 @@ running.
 
 from __future__ import annotations
 
+import ast
 import html
 import re
 import subprocess
@@ -220,3 +221,28 @@ async def test_a_plan_file_named_like_markup_is_shown_as_it_is(tmp_path: Path) -
         app.notify("could not write the history to /tmp/[/b]x: denied", severity="error")
         await pilot.pause()
         assert app.is_running
+
+
+def test_every_static_label_and_toast_is_built_without_markup_parsing() -> None:
+    """A Static, Label or notify() that parses markup restyles or breaks on a name like `[/b]x` the day
+    someone passes it outside text. Styled text goes in as `Content` (built with `$values`), so every such
+    call says markup=False, and the rule holds by construction rather than call by call."""
+    root = Path(__file__).resolve().parents[2] / "sparktop"
+    parsing = []
+    checked = 0
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name not in ("Static", "Label", "notify"):
+                continue
+            checked += 1
+            markup = next((k.value for k in node.keywords if k.arg == "markup"), None)
+            if isinstance(markup, ast.Name) and ast.unparse(func) == "super().notify":
+                continue  # SparktopApp.notify passes on its own `markup`, False unless a caller asks
+            if not (isinstance(markup, ast.Constant) and markup.value is False):
+                parsing.append(f"{path.relative_to(root.parent)}:{node.lineno} {name}(...)")
+    assert checked > 10  # the scan finds the calls it is about
+    assert parsing == [], f"markup parsed in: {parsing}"
