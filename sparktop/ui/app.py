@@ -33,6 +33,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from sparktop.actions import StopBook
 from sparktop.analysis.headroom import engine_headroom
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
@@ -175,14 +176,9 @@ class SparktopApp(App[None]):
         self._timer: Timer | None = None
         self._chart_drawn_at: float | None = None
         self._chart_labels: tuple[str, ...] = ()
-        self.stops = StopActions(
-            self,
-            source,
-            timeout=self.config.stop_timeout,
-            read_only=self.read_only,
-            units=self.config.units,
-            on_change=self._render,
-        )
+        cfg = self.config
+        book = StopBook(source, timeout=cfg.stop_timeout, read_only=self.read_only, units=cfg.units)
+        self.stops = StopActions(self, book, on_change=self._render)
 
     # -- the session's state, by its old names (tests and the stop flow read these) -------------------------
 

@@ -16,7 +16,7 @@ import signal as _signal
 from collections.abc import Callable, Iterable
 from functools import partial
 from signal import Signals
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from sparktop.action_log import ActionLog
 from sparktop.actions import (
@@ -70,25 +70,13 @@ class Host(Protocol):
 
 
 class StopActions:
-    """The stop / kill / signal flow for one app. `app.latest` is the snapshot the dialogs describe;
+    """The stop / kill / signal flow for one app, on `book` (the Textual-free bookkeeping: source, timeout,
+    read-only, units, log, controller). `app.latest` is the snapshot the dialogs describe;
     `observe(snapshot)` must see every new snapshot; `on_change` redraws the tables."""
 
-    def __init__(
-        self,
-        app: Host,
-        source: SnapshotSource,
-        *,
-        timeout: float = 10.0,
-        read_only: bool = False,
-        units: str = "GiB",
-        log: ActionLog | None = None,
-        controller: ContainerController | Literal["auto"] | None = "auto",
-        on_change: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, app: Host, book: StopBook, *, on_change: Callable[[], None] | None = None) -> None:
         self.app = app
-        self.book = StopBook(
-            source, timeout=timeout, read_only=read_only, units=units, log=log, controller=controller
-        )
+        self.book = book
         self.on_change = on_change
         self.reports: list[str] = []  # every line shown to the user, oldest first (tests, debugging)
 

@@ -22,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from sparktop.action_log import ActionLog
+from sparktop.actions import StopBook
 from sparktop.collect.control import ContainerController, ControlError
 from sparktop.collect.controllers import REPLAY_REASON, controller_for, no_controller_reason
 from sparktop.collect.demo import DemoController, DemoSource
@@ -53,7 +54,8 @@ class Host(App[None]):
         self.latest: Snapshot | None = None
         self.row: ContainerInfo | ProcessInfo | None = None
         self.changes = 0
-        self.stops = StopActions(self, source, log=ActionLog(log_path), on_change=self._changed, **kw)
+        book = StopBook(source, log=ActionLog(log_path), **kw)
+        self.stops = StopActions(self, book, on_change=self._changed)
 
     def compose(self) -> ComposeResult:
         yield Static("host")
