@@ -367,17 +367,20 @@ async def test_engine_crashed_mid_stop(spare_engine: DockerEngine, state_dir) ->
         assert status_cell(app, c.id) != "stopping…"
 
 
-def _stop_as_nobody(url: str, cid: str, state: str) -> list[str]:
-    """In a child running as nobody (not in the docker group): s, y on the container."""
+def _stop_as_nobody(url: str, cid: str, state: str | None, answer: str = "y") -> list[str]:
+    """In a child running as nobody (not in the docker group): s, y on the container. With `n` and no state
+    directory, the same flow cancelled, in this process: it loads every module the child will need (the
+    child cannot read root's Python installation, /root being 0700)."""
     import asyncio
 
-    os.environ["XDG_STATE_HOME"] = state
+    if state is not None:
+        os.environ["XDG_STATE_HOME"] = state
 
     async def go() -> list[str]:
         app = live_app(url)
         async with app.run_test(size=(120, 36)) as pilot:
             await select(app, pilot, cid)
-            await pilot.press("s", "y")
+            await pilot.press("s", answer)
             await settle(app, pilot)
             return [*app.stops.reports, str(app.is_running)]
 
@@ -390,6 +393,7 @@ def test_permission_denied_on_the_socket(docker_engine, docker_run, tmp_path: Pa
     state.mkdir()
     os.chmod(tmp_path, 0o755)
     os.chown(state, 65534, 65534)
+    _stop_as_nobody(docker_engine.socket_url, c.id, None, answer="n")  # rehearsed here, nothing stopped
     reports = run_as_user(_stop_as_nobody, docker_engine.socket_url, c.id, str(state))
     assert reports[-1] == "True"
     assert reports[-2] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}"

@@ -585,8 +585,10 @@ async def test_signal_to_an_exited_process_is_reported_not_raised(tmp_path: Path
         assert result == f"failed: process {child.pid} is already gone"
 
 
-def _signal_as_nobody(pid: int, log_dir: str) -> list[str]:
-    """In a child running as nobody: confirm SIGTERM to `pid` (root's process) through the dialog."""
+def _signal_as_nobody(pid: int, log_dir: str, answer: str = "y") -> list[str]:
+    """In a child running as nobody: confirm SIGTERM to `pid` (root's process) through the dialog. With `n`,
+    the same flow cancelled, in this process: it loads every module the child will need (the child cannot
+    read root's Python installation, /root being 0700)."""
     import asyncio
 
     async def go() -> list[str]:
@@ -594,7 +596,7 @@ def _signal_as_nobody(pid: int, log_dir: str) -> list[str]:
         async with app.run_test(size=(100, 30)) as pilot:
             snap = app.sample()
             app.row = find_process(snap, pid)
-            await pilot.press("k", "y")
+            await pilot.press("k", answer)
             await pilot.pause()
             return [*app.stops.reports, str(app.is_running)]
 
@@ -611,6 +613,7 @@ def test_permission_denied_is_reported_not_raised(tmp_path: Path) -> None:
     os.chmod(tmp_path, 0o755)
     os.chown(log_dir, 65534, 65534)
     try:
+        _signal_as_nobody(child.pid, str(tmp_path), answer="n")  # rehearsed here, nothing sent
         reports = run_as_user(_signal_as_nobody, child.pid, str(log_dir))
         assert reports[-1] == "True"
         assert reports[-2].startswith(f"permission denied sending SIGTERM to process {child.pid}")
