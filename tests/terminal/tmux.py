@@ -53,6 +53,10 @@ class TmuxPane:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", self.session)
 
+    def title(self) -> str:
+        """The pane's title, as a program sets it with OSC 0/2."""
+        return self._tmux("display-message", "-p", "-t", self.session, "#{pane_title}").strip()
+
     def state(self) -> dict[str, str]:
         names = ("alternate_on", "mouse_any_flag", "mouse_standard_flag", "mouse_button_flag",
                  "mouse_sgr_flag", "cursor_flag")  # fmt: skip
