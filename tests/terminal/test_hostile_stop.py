@@ -22,10 +22,15 @@ def test_a_process_named_like_markup_and_escapes_is_stopped_from_a_real_terminal
         title = pane.title()
         pane.run(sparktop_command())
         assert pane.wait_for(lambda: "Memory pool" in pane.screen()), pane.screen()
-        pane.keys("3", "/")
+        # Each key waits for what it opens: keys typed ahead of the filter box would go to the table.
+        pane.keys("3")
+        assert pane.wait_for(lambda: "PID" in pane.screen()), pane.screen()
+        pane.keys("/")
+        assert pane.wait_for(lambda: "▔▔▔" in pane.screen()), pane.screen()  # the filter box is open
         pane.keys("-l", "evil")
+        assert pane.wait_for(lambda: "filter: 'evil'" in pane.screen() and "[/b]evil" in pane.screen())
         pane.keys("Enter")
-        assert pane.wait_for(lambda: "[/b]evil" in pane.screen()), pane.screen()
+        assert pane.wait_for(lambda: "▔▔▔" not in pane.screen() and "s Stop" in pane.screen()), pane.screen()
         assert "^[]2;PWNED^G^[[31mRED" in pane.screen(), pane.screen()  # its command line, made visible
         pane.keys("k")
         assert pane.wait_for(lambda: "SIGTERM" in pane.screen()), pane.screen()  # the dialog names the signal
