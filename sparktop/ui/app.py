@@ -321,6 +321,9 @@ class SparktopApp(App[None]):
                     defer()
                 self._tick()
 
+    def on_unmount(self) -> None:
+        release_retained_styles()  # what Textual's cache keeps of this app's widgets goes with it
+
     def on_resize(self, event: Resize) -> None:
         self._apply_size(event.size.width, event.size.height)
 

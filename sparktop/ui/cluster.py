@@ -29,6 +29,7 @@ from sparktop.cluster.model import ClusterError, NodeView
 from sparktop.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size, unit_size
 from sparktop.settings.config import Config
 from sparktop.text import visible as plain
+from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar, bar_state
@@ -331,6 +332,9 @@ class ClusterApp(App[None]):
             self.set_interval(self.interval, self._tick)
             self._tick()
 
+    def on_unmount(self) -> None:
+        release_retained_styles()  # what Textual's cache keeps of this app's widgets goes with it
+
     # -- fetching -------------------------------------------------------------------------------------------
 
     def _tick(self) -> None:
@@ -362,6 +366,7 @@ class ClusterApp(App[None]):
             self.receive(None, str(exc))
 
     def receive(self, nodes: list[NodeView] | None, error: str | None) -> None:
+        release_retained_styles()  # once a fetch: closed node screens' lines (see styles_cache_leak)
         self._polling = False
         self.error = error
         if nodes is not None:
