@@ -7,11 +7,11 @@ a tab switch, every closed dialog. In `bench/bench_soak.py` (300 tab switches, d
 over the warm-up figure with the cache left alone and 6 % with it cleared once a second; in the test suite a
 worker held ~200,000 dead Textual caches after 16 what-if tests.
 
-How: `release_retained_styles()` empties that cache; the dashboard calls it once a tick, the cluster view once a
-fetch, and both when they exit (test runs and library users end apps: a worker's heap of dead caches made every
-full garbage collection slow). What is lost is one sum of two colours per widget drawn next, recomputed on
-demand. `tests/ui/test_textual_private_api.py` fails when
-the installed Textual no longer has the cache (renamed, or fixed upstream: then this module can go).
+How: `release_retained_styles()` empties that cache; the dashboard calls it once a tick, the cluster view
+once a fetch, and both when they exit (test runs and library users end apps: a worker's heap of dead caches
+made every full garbage collection slow). What is lost is one sum of two colours per widget drawn next,
+recomputed on demand. `tests/ui/test_textual_private_api.py` fails when the installed Textual no longer has
+the cache (renamed, or fixed upstream: then this module can go).
 """
 
 from __future__ import annotations
