@@ -113,6 +113,13 @@ def test_bad_value_reports_file_line_and_keeps_default(tmp_path, line, message):
         assert getattr(config, key) == getattr(Config(), key)
 
 
+def test_a_theme_name_of_only_whitespace_is_refused_and_the_default_kept(tmp_path):
+    path = write(tmp_path, 'units = "GB"\ntheme = "\\r"\n')  # a carriage return, written as TOML's escape
+    config, errors = load_config(path)
+    assert errors == [f"{path}:2: theme: must not be empty"]
+    assert config.theme == Config().theme and config.units == "GB"
+
+
 def test_max_below_safe_falls_back_to_both_defaults(tmp_path):
     path = write(tmp_path, "safe_gb = 90\nmax_gb = 60\n")
     config, errors = load_config(path)
