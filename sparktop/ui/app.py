@@ -454,8 +454,8 @@ class SparktopApp(App[None]):
             return
         self._set_stale(False)
         self._update_banner()
-        self._update_status()
         if self.paused:
+            self._update_status()
             return
         units, palette, cfg = self.config.units, self.palette, self.config
         accounting = snapshot.accounting
@@ -504,7 +504,7 @@ class SparktopApp(App[None]):
             table.warn_color = palette.warn
             # A table on a hidden tab makes its rows only when shown or asked for a row.
             table.set_rows(rows, units, visible=active == table.parent.id)  # type: ignore[arg-type, union-attr]
-        self._update_status()  # the count of hidden rows comes from the table just drawn
+        self._update_status()  # last: the count of hidden rows comes from the tables just drawn
 
     def _redraw_chart(self, force: bool = False) -> None:
         """The history chart, its consumers in the same colours as their bar segments. Redrawn when the new
