@@ -27,6 +27,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.events import Resize
+from textual.markup import MarkupError
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
@@ -92,6 +93,15 @@ class ContainersTable(ConsumerTable[ContainerInfo | ModelPart]):
 
 class ProcessesTable(ConsumerTable[ProcessInfo | ModelPart]):
     pass
+
+
+def markup_words(markup: str) -> str:
+    """The text a markup string shows, without its tags; one that is not well-formed markup (a bracket in
+    a name or a path) as it is written."""
+    try:
+        return Content.from_markup(markup).plain
+    except MarkupError:
+        return markup
 
 
 class SparktopApp(App[None]):
@@ -227,13 +237,16 @@ class SparktopApp(App[None]):
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
-        """A toast, plain text unless a caller asks for markup: toasts quote names, paths, config values and
-        error messages that others control (a process named `[/b]x` would end the app as markup)."""
-        if not markup:
-            message, title = visible_lines(message), visible(title)
+        """A toast, always plain text: toasts quote names, paths, config values and error messages that
+        others control (a process named `[/b]x` would end the app as markup). `markup=True` is what
+        Widget.notify() defaults to and how Textual writes its own ("Press [b]q[/b] to quit"): such a
+        message keeps its words and loses its tags."""
+        if markup:
+            message = markup_words(message)
+        message, title = visible_lines(message), visible(title)
         if severity in ("warning", "error"):  # kept for the messages screen (M): toasts fade
             self.remember(message, title)
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def remember(self, message: str, title: str = "") -> None:
         """Keep a warning for the messages screen (M) without a toast (the 4th and later of a burst)."""

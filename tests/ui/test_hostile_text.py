@@ -223,6 +223,24 @@ async def test_a_plan_file_named_like_markup_is_shown_as_it_is(tmp_path: Path) -
         assert app.is_running
 
 
+async def test_toasts_asked_for_as_markup_show_their_words_and_never_parse_outside_text() -> None:
+    """Widget.notify() defaults to markup=True and Textual's own toasts are markup ("Press [b]q[/b] to
+    quit", a screenshot's path): every toast reaches the screen as plain text, tags dropped where they are
+    well formed, and a name like `[/b]x` shown as written instead of ending the app."""
+    from sparktop.ui.widgets.budget_bar import BudgetBar
+    from tests.ui.demo_app import make_app
+
+    app = make_app()
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        app.query_one(BudgetBar).notify("process [/b]x ended")  # a widget's notify: markup=True by default
+        app.notify("Press [b]q[/b] to quit", markup=True)
+        await pilot.pause()
+        assert app.is_running
+        shown = [str(toast.render()) for toast in app.screen.query("Toast")]
+        assert any("process [/b]x ended" in text for text in shown), shown
+        assert any("Press q to quit" in text for text in shown), shown
+
+
 def test_every_static_label_and_toast_is_built_without_markup_parsing() -> None:
     """A Static, Label or notify() that parses markup restyles or breaks on a name like `[/b]x` the day
     someone passes it outside text. Styled text goes in as `Content` (built with `$values`), so every such
@@ -240,8 +258,6 @@ def test_every_static_label_and_toast_is_built_without_markup_parsing() -> None:
                 continue
             checked += 1
             markup = next((k.value for k in node.keywords if k.arg == "markup"), None)
-            if isinstance(markup, ast.Name) and ast.unparse(func) == "super().notify":
-                continue  # SparktopApp.notify passes on its own `markup`, False unless a caller asks
             if not (isinstance(markup, ast.Constant) and markup.value is False):
                 parsing.append(f"{path.relative_to(root.parent)}:{node.lineno} {name}(...)")
     assert checked > 10  # the scan finds the calls it is about
