@@ -27,7 +27,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.events import Resize
-from textual.markup import MarkupError
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
@@ -52,6 +51,7 @@ from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
+from sparktop.ui.toasts import plain_toast
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.consumer_summary import ConsumerSummary
@@ -93,15 +93,6 @@ class ContainersTable(ConsumerTable[ContainerInfo | ModelPart]):
 
 class ProcessesTable(ConsumerTable[ProcessInfo | ModelPart]):
     pass
-
-
-def markup_words(markup: str) -> str:
-    """The text a markup string shows, without its tags; one that is not well-formed markup (a bracket in
-    a name or a path) as it is written."""
-    try:
-        return Content.from_markup(markup).plain
-    except MarkupError:
-        return markup
 
 
 class SparktopApp(App[None]):
@@ -237,13 +228,8 @@ class SparktopApp(App[None]):
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
-        """A toast, always plain text: toasts quote names, paths, config values and error messages that
-        others control (a process named `[/b]x` would end the app as markup). `markup=True` is what
-        Widget.notify() defaults to and how Textual writes its own ("Press [b]q[/b] to quit"): such a
-        message keeps its words and loses its tags."""
-        if markup:
-            message = markup_words(message)
-        message, title = visible_lines(message), visible(title)
+        """A toast, always plain text (ui/toasts.py); warnings and errors are also kept for M."""
+        message, title = plain_toast(message, title, markup)
         if severity in ("warning", "error"):  # kept for the messages screen (M): toasts fade
             self.remember(message, title)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)

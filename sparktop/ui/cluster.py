@@ -21,6 +21,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, VerticalScroll
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import get_current_worker
@@ -31,6 +32,7 @@ from sparktop.settings.config import Config
 from sparktop.text import visible as plain
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
+from sparktop.ui.toasts import plain_toast
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar, bar_state
 from sparktop.ui.widgets.footer import Footer
@@ -334,6 +336,19 @@ class ClusterApp(App[None]):
 
     def on_unmount(self) -> None:
         release_retained_styles()  # what Textual's cache keeps of this app's widgets goes with it
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, always plain text (ui/toasts.py): nodes report their own names."""
+        message, title = plain_toast(message, title, markup)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- fetching -------------------------------------------------------------------------------------------
 

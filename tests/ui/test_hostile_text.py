@@ -241,6 +241,27 @@ async def test_toasts_asked_for_as_markup_show_their_words_and_never_parse_outsi
         assert any("Press q to quit" in text for text in shown), shown
 
 
+async def test_the_cluster_view_keeps_its_toasts_plain_too() -> None:
+    """The cluster view shows names other machines report: its toasts go through the same rule."""
+    from sparktop.cluster.model import NodeView
+    from sparktop.ui.cluster import ClusterApp
+
+    class OneNode:
+        description = "one node"
+
+        def fetch(self) -> list[NodeView]:
+            return [NodeView(name="[/b]node", status="down", reason="test")]
+
+    app = ClusterApp(OneNode(), auto_refresh=False)
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await app.refresh_once()
+        app.query_one("#cluster-status").notify("node [/b]x went away")  # markup=True by default
+        await pilot.pause()
+        assert app.is_running
+        shown = [str(toast.render()) for toast in app.screen.query("Toast")]
+        assert any("node [/b]x went away" in text for text in shown), shown
+
+
 def test_every_static_label_and_toast_is_built_without_markup_parsing() -> None:
     """A Static, Label or notify() that parses markup restyles or breaks on a name like `[/b]x` the day
     someone passes it outside text. Styled text goes in as `Content` (built with `$values`), so every such
