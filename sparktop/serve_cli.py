@@ -64,14 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> Config:
+def load_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[Config, list[str]]:
     """The config file with the flags on top, by the dashboard's rules: the file's problems are printed
-    (that key keeps its default), a bad flag is a usage error naming it."""
-    return read_settings(parser, opts)[0]
-
-
-def read_settings(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[Config, list[str]]:
-    """`load_settings`, and the problems it printed (the guard says what a bad [guard] table means)."""
+    (that key keeps its default) and returned (the guard says what a bad [guard] table means), a bad flag
+    is a usage error naming it."""
     from sparktop.settings.config import apply_overrides, load_config
     from sparktop.settings.files import SettingsError
 
@@ -91,11 +87,6 @@ def lines_of(config: Config) -> tuple[float, int, int, float]:
     return config.interval, config.safe_bytes, config.max_bytes, config.history_hours
 
 
-def load_lines(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> tuple[float, int, int, float]:
-    """(interval, safe bytes, max bytes, history hours) from the config file and the flags."""
-    return lines_of(load_settings(parser, opts))
-
-
 def main(argv: list[str]) -> int:
     return run(_parser().parse_args(argv))
 
@@ -110,7 +101,7 @@ def run(opts: argparse.Namespace) -> int:
         host, port = parse_listen(opts.listen)
     except ValueError as exc:
         parser.error(str(exc))
-    config = load_settings(parser, opts)
+    config, _problems = load_settings(parser, opts)
     interval, safe, aggressive, hours = lines_of(config)
     try:
         source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)

@@ -81,7 +81,7 @@ def run(opts: argparse.Namespace) -> int:
     parser = _parser()  # for its usage errors
     if not 0 < opts.port <= 65535:
         parser.error("--port must be 1-65535")
-    config = load_settings(parser, opts)
+    config, _problems = load_settings(parser, opts)
     interval, safe, aggressive, hours = lines_of(config)
     problem = _port_free(opts.host, opts.port)
     if problem:

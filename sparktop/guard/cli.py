@@ -57,7 +57,7 @@ def run(opts: argparse.Namespace) -> int:
     from sparktop.guard.alerts import Alerts
     from sparktop.guard.service import STATE_FILE, Guard
     from sparktop.runner import SessionRunner
-    from sparktop.serve_cli import lines_of, read_settings
+    from sparktop.serve_cli import lines_of, load_settings
     from sparktop.session import Session
 
     parser = _parser()  # for its usage errors
@@ -66,10 +66,10 @@ def run(opts: argparse.Namespace) -> int:
     # The config file is read once: its [guard] table (validated like every other setting; one with a
     # problem is not used, so the guard forecasts, warns and records, and never acts on a policy it could
     # not read) and the lines.
-    config, problems = read_settings(parser, opts)
+    config, problems = load_settings(parser, opts)
     settings = config.guard
     interval, safe, aggressive, hours = lines_of(config)
-    for problem in problems:  # read_settings has printed them; say what a bad [guard] table means here
+    for problem in problems:  # load_settings has printed them; say what a bad [guard] table means here
         if "guard." in problem or ": guard:" in problem:
             say("sparktop guard", f"{problem}: the [guard] table is not used (no policy)")
     try:
