@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -51,7 +51,7 @@ from sparktop.text import visible, visible_lines
 from sparktop.ui.stop import StopActions
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
-from sparktop.ui.toasts import plain_toast
+from sparktop.ui.toasts import PlainToastApp
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.consumer_summary import ConsumerSummary
@@ -95,7 +95,7 @@ class ProcessesTable(ConsumerTable[ProcessInfo | ModelPart]):
     pass
 
 
-class SparktopApp(App[None]):
+class SparktopApp(PlainToastApp):
     CSS_PATH = "app.tcss"
     TITLE = "sparktop"
     ENABLE_COMMAND_PALETTE = True
@@ -219,20 +219,9 @@ class SparktopApp(App[None]):
     def end_message(self) -> str:
         return self.session.end_message
 
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = False,
-    ) -> None:
-        """A toast, always plain text (ui/toasts.py); warnings and errors are also kept for M."""
-        message, title = plain_toast(message, title, markup)
+    def toast_shown(self, message: str, title: str, severity: SeverityLevel) -> None:
         if severity in ("warning", "error"):  # kept for the messages screen (M): toasts fade
             self.remember(message, title)
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def remember(self, message: str, title: str = "") -> None:
         """Keep a warning for the messages screen (M) without a toast (the 4th and later of a burst)."""

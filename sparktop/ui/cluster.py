@@ -17,11 +17,10 @@ from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import HorizontalScroll, VerticalScroll
 from textual.message import Message
-from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import get_current_worker
@@ -32,7 +31,7 @@ from sparktop.settings.config import Config
 from sparktop.text import visible as plain
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
-from sparktop.ui.toasts import plain_toast
+from sparktop.ui.toasts import PlainToastApp
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar, bar_state
 from sparktop.ui.widgets.footer import Footer
@@ -283,7 +282,7 @@ class NodeRow(HorizontalScroll, can_focus=False):
     """The cards side by side; the cards take the focus, not the row."""
 
 
-class ClusterApp(App[None]):
+class ClusterApp(PlainToastApp):
     TITLE = "sparktop cluster"
     CSS = """
     #cluster-status { height: 1; background: $panel; padding: 0 1; }
@@ -336,19 +335,6 @@ class ClusterApp(App[None]):
 
     def on_unmount(self) -> None:
         release_retained_styles()  # what Textual's cache keeps of this app's widgets goes with it
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = False,
-    ) -> None:
-        """A toast, always plain text (ui/toasts.py): nodes report their own names."""
-        message, title = plain_toast(message, title, markup)
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- fetching -------------------------------------------------------------------------------------------
 
