@@ -210,7 +210,9 @@ def _slope_cannot_reach(ts: list[float], vs: list[int], slope: float) -> bool:
     rel = [t - t0 for t in ts]
     total = sum(rel)
     stt = sum(map(operator.mul, rel, rel)) - total * total / n  # C-level passes: this runs for every key
-    return n * (spread / 2) ** 2 * (1 + 1e-6) < slope * slope * stt
+    # Square roots, not squares: the slope of two points a hair apart squares to inf, and inf would say
+    # "cannot reach" for the very slope the fit gives. A negative Stt (rounding) claims nothing.
+    return math.sqrt(n) * (spread / 2) * (1 + 1e-6) < slope * math.sqrt(max(stt, 0.0))
 
 
 def _is_creep(ts: list[float], vs: list[int], window_s: float, min_rate_bytes_per_s: float) -> _Fit | None:

@@ -370,6 +370,9 @@ def test_collecting_says_how_much_data_the_steady_rule_still_needs() -> None:
 )
 # Two times an ulp apart: the mean of the raw times lost the half ulp and doubled Stt.
 @example(times=[600.0, 599.9999999999999], values=[0, 1] + [0] * 58, share=1.0)
+# Two times 6e-152 s apart: the fitted slope squared overflowed to inf, and "inf > any bound" said it could
+# not be reached.
+@example(times=[0.0, 5.938312724093883e-152], values=[0, 8 * GIB] + [0] * 58, share=1.0)
 def test_the_flat_series_shortcut_never_hides_a_slope_it_would_reach(times, values, share) -> None:
     """The pre-check that skips the fit of a flat series never says "cannot reach" for a rate the
     least-squares slope does reach."""
