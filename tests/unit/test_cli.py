@@ -72,6 +72,7 @@ def test_json_needs_once(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--json needs --once" in capsys.readouterr().err
 
 
+@pytest.mark.automatic_gc
 def test_dashboard_start_up_errors_leave_the_garbage_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
     # The dashboard path pauses the GC for start-up; a start that fails must not leave it off.
     assert gc.isenabled()
