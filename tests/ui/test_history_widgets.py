@@ -347,3 +347,37 @@ async def test_line_labels_stay_whole_when_the_chart_is_laid_out_smaller() -> No
                 row = next(row for row in text.splitlines() if label in row)
                 rest = row.split(label, 1)[1]
                 assert re.fullmatch(r"[─┤ \u2800-\u28ff]*", rest), (height, row)
+
+
+async def test_the_dashboard_start_draws_the_chart_once_at_its_laid_out_size(monkeypatch) -> None:
+    """plotext is the costliest view to draw: the start drew it four times (twice at no size, then on the
+    resize, then again after the tab's layout with the same data). A repeat with nothing new draws nothing;
+    a new sample, a new size and a new theme each draw."""
+    from tests.ui.demo_app import make_app
+
+    sizes: list[tuple[int, int]] = []
+    draw = HistoryChart._draw
+
+    def counting(self: HistoryChart, args) -> None:
+        sizes.append((self.size.width, self.size.height))
+        draw(self, args)
+
+    monkeypatch.setattr(HistoryChart, "_draw", counting)
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(HistoryChart)
+        assert sizes == [(chart.size.width, chart.size.height)] and chart.size.area > 0
+        assert "used" in chart_text(chart)
+        app._redraw_chart(force=True)  # what a switch back to the Dashboard asks for
+        assert len(sizes) == 1
+        await app.refresh_once()  # a new point (drawn by the tick itself or by the switch below, once)
+        app._redraw_chart(force=True)
+        assert len(sizes) == 2
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert sizes[-1] == (chart.size.width, chart.size.height) != sizes[0]
+        drawn = len(sizes)
+        app.theme = "textual-light"
+        await pilot.pause()
+        assert len(sizes) > drawn

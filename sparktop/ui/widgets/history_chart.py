@@ -104,6 +104,7 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._args: _Args | None = None
+        self._drawn: tuple[object, ...] | None = None  # what the last draw drew, from _drawing()
 
     def shown_span(self, times: list[float]) -> float:
         """Seconds the x axis spans when the whole history is drawn."""
@@ -142,7 +143,18 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         colours (e.g. the budget bar's, so a consumer looks the same everywhere); the others take the
         theme's segment palette in turn."""
         self._args = _Args(history, safe_bytes, max_bytes, pool_bytes, units, top_n, span_s, colors)
-        self._draw(self._args)
+        if not self.size.area:
+            return  # not laid out yet: on_resize draws it at the size it gets
+        if self._drawing(self._args) != self._drawn:  # e.g. a tab switch right after on_resize drew it all
+            self._draw(self._args)
+
+    def _drawing(self, a: _Args) -> tuple[object, ...]:
+        """What a draw of `a` depends on besides the theme (whose change always draws): equal means the
+        same picture. plotext is the costliest view to draw; this spares the dashboard's start two
+        draws at no size and one repeat."""
+        history = a.history
+        labels = tuple(history.label(key) for key in history.top_keys(a.top_n))
+        return (a, len(history), history.latest_time, labels, self.size)
 
     def _var(self, variable: str, fallback: str) -> tuple[int, int, int] | str:
         """A theme variable as plotext wants a colour: an RGB tuple."""
@@ -153,6 +165,7 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         return _rgb(value) if value else fallback
 
     def _draw(self, a: _Args) -> None:
+        self._drawn = self._drawing(a)
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
