@@ -97,28 +97,34 @@ async def test_a_bad_discovery_key_still_fills_the_whatif_catalog(private_home):
         assert any("discovery.ollama_models: must be a string" in text for _w, _t, text in app.messages)
 
 
-@pytest.mark.parametrize(
-    ("field_id", "typed", "words"),
-    [
-        ("#field-memory_gb", "inf", "must be finite"),  # int(inf) in the What-if bar ended the app
-        ("#field-memory_gb", "1e400", "must be finite"),
-        ("#field-context", "-4", "must be at least 1"),  # was "expected an integer"
-        ("#field-parallel", "nan", "expected an integer"),
-    ],
-)
-async def test_whatif_editor_refuses_non_finite_numbers(field_id, typed, words):
+REFUSED_NUMBERS = [
+    ("#field-memory_gb", "inf", "must be finite"),  # int(inf) in the What-if bar ended the app
+    ("#field-memory_gb", "1e400", "must be finite"),
+    ("#field-context", "-4", "must be at least 1"),  # was "expected an integer"
+    ("#field-parallel", "nan", "expected an integer"),
+]
+
+
+async def test_whatif_editor_refuses_non_finite_numbers():
+    """Each bad number in a fresh editor of one plan item (escape closes it unsaved, `e` opens the next)."""
     from tests.ui.test_whatif import open_whatif
 
     async with open_whatif() as (app, pilot, pane):
         pane.add("llama3.1:8b")
         await pilot.pause()
-        pane.query_one("#whatif-plan", OptionList).focus()
-        await pilot.press("e")
-        screen = app.screen
-        field = screen.query_one(field_id, Input)
-        field.focus()
-        field.value = ""
-        await pilot.press(*typed, "enter")
-        await pilot.pause()
-        assert app.is_running and app.screen is screen  # still open, with the reason
-        assert words in str(screen.query_one("#error", Static).render())
+        for field_id, typed, words in REFUSED_NUMBERS:
+            pane.query_one("#whatif-plan", OptionList).focus()
+            await pilot.press("e")
+            screen = app.screen
+            field = screen.query_one(field_id, Input)
+            field.focus()
+            field.value = ""
+            await pilot.press(*typed, "enter")
+            await pilot.pause()
+            assert app.is_running and app.screen is screen, (field_id, typed)  # still open, with the reason
+            error = str(screen.query_one("#error", Static).render())
+            assert words in error, (field_id, typed, error)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is not screen, (field_id, typed)
+        assert pane.plan is not None and pane.plan.items[0].overrides == {}  # nothing refused was kept

@@ -9,18 +9,12 @@ from textual.widget import Widget
 from tests.ui.demo_app import SEVEN_MINUTES, make_app
 
 
-@pytest.mark.parametrize(
-    ("scenario", "tab"),
-    [("default", "1"), ("default", "2"), ("default", "5"), ("discrete", "1"), ("discrete", "2")],
-)
-async def test_steady_ticks_lay_nothing_out(scenario: str, tab: str, monkeypatch) -> None:
-    """Also on a discrete GPU, where the GPU memory bar is shown (and measures its lines once a tick)."""
+@pytest.mark.parametrize(("scenario", "tabs"), [("default", "215"), ("discrete", "21")])
+async def test_steady_ticks_lay_nothing_out(scenario: str, tabs: str, monkeypatch) -> None:
+    """On each of these tabs in turn; also on a discrete GPU, where the GPU memory bar is shown (and
+    measures its lines once a tick)."""
     app = make_app(scenario, warmup=SEVEN_MINUTES)  # steady: past the creep window
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press(tab)
-        for _ in range(3):
-            await app.refresh_once()
-            await pilot.pause()
         laid_out: list[str] = []
         refresh = Widget.refresh
 
@@ -30,7 +24,15 @@ async def test_steady_ticks_lay_nothing_out(scenario: str, tab: str, monkeypatch
             return refresh(self, *regions, layout=layout, **kwargs)
 
         monkeypatch.setattr(Widget, "refresh", counting)
-        for _ in range(20):
-            await app.refresh_once()
-            await pilot.pause()
-        assert laid_out == [], f"widgets asked for a layout pass on a steady tick: {sorted(set(laid_out))}"
+        for tab in tabs:
+            await pilot.press(tab)
+            for _ in range(3):  # the switch itself lays out, and so may the first ticks on a new tab
+                await app.refresh_once()
+                await pilot.pause()
+            laid_out.clear()
+            for _ in range(20):
+                await app.refresh_once()
+                await pilot.pause()
+            assert laid_out == [], (
+                f"tab {tab}: widgets asked for a layout pass on a steady tick: {sorted(set(laid_out))}"
+            )
