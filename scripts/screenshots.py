@@ -98,9 +98,10 @@ async def take(shot: Shot, out: Path) -> Path:
         if shot.plan:
             from sparktop.ui.whatif import WhatIfPane
 
-            await app.workers.wait_for_complete()  # the catalog loads in a worker
-            await pilot.pause()
-            pane = app.query_one(WhatIfPane)
+            pane = app.query_one(WhatIfPane)  # built when its tab opened; the catalog loads in a worker
+            while pane.catalog is None:
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.05)
             for name in shot.plan:
                 pane.add(name)
         await pilot.pause()

@@ -253,8 +253,9 @@ class SparktopApp(PlainToastApp):
                 yield ProcessesTable(
                     PROCESS_COLUMN_SPECS, self.config.process_columns, "total", id="processes-table"
                 )
-            with TabPane("What-if", id="whatif"):
-                yield WhatIfPane(context=self._whatif_context, id="whatif-pane")
+            # Empty until first opened (_open_whatif): its catalog, lists and bar were a fifth of the start's
+            # work and memory, for a tab many sessions never open.
+            yield TabPane("What-if", id="whatif")
             with TabPane("Models", id="models"), VerticalScroll():
                 yield ModelsPanel(id="models-panel")
         yield Input(placeholder="filter containers and processes (Enter keeps, Esc clears)", id="filter")
@@ -456,7 +457,8 @@ class SparktopApp(PlainToastApp):
         bar.show(split, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
         colors = {seg.key: seg.color for seg in bar.segments}
         self.query_one(GpuMemoryBar).show(accounting.gpu_memory, colors, units, palette)
-        self.query_one(WhatIfPane).refresh_baseline(snapshot)
+        for pane in self.query(WhatIfPane):
+            pane.refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
         collecting = collecting_s(self.session.history, self.session.creep_window_s)
@@ -656,6 +658,8 @@ class SparktopApp(PlainToastApp):
     # -- actions -------------------------------------------------------------------------------------------
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "whatif":
+            self.whatif_pane()
         if event.pane.id == "dashboard" and self.latest is not None and not self.paused:
             # After the layout: a pane that was hidden has no size yet, and the chart's axes follow its size.
             self.call_after_refresh(self._redraw_chart_if_shown)
@@ -768,6 +772,15 @@ class SparktopApp(PlainToastApp):
         table = self._active_table()
         if table is not None:
             table.reverse_sort()
+
+    def whatif_pane(self) -> WhatIfPane:
+        """The What-if pane, mounted into its tab the first time it is asked for (opening the tab asks)."""
+        panes = self.query(WhatIfPane)
+        if panes:
+            return panes.first()
+        pane = WhatIfPane(context=self._whatif_context, id="whatif-pane")
+        self.query_one("#whatif", TabPane).mount(pane)
+        return pane
 
     def _whatif_context(self) -> WhatIfContext:
         cfg = self.config

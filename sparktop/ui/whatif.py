@@ -149,6 +149,8 @@ class WhatIfPane(Vertical):
             [Option("loading the catalog…", disabled=True)]
         )
         plan_list.set_options([Option(Content.styled("loading…", "dim"), disabled=True)])
+        if self.snapshot is not None:  # opened on a running dashboard: its baseline and bar at once
+            self._update()
         # Loaded after the first frame is painted, so the thread's imports do not compete with it; the pane
         # is drawn when the catalog (or its error) comes back.
         self.call_after_refresh(self._load_catalog, source)

@@ -9,6 +9,7 @@ from pathlib import Path
 from sparktop.collect.demo import DemoSource
 from sparktop.settings.config import Config
 from sparktop.ui.app import SparktopApp
+from sparktop.ui.whatif import WhatIfPane
 
 # The status line shows the snapshot's time of day: make it the same on every machine.
 os.environ["TZ"] = "UTC"
@@ -40,3 +41,21 @@ def make_app(
     )
     app.animation_level = "none"  # the tab underline slides: no half-way frames in pictures
     return app
+
+
+async def show_whatif(app: SparktopApp, pilot, wait: bool = True) -> WhatIfPane:
+    """Press `w` like a user. The pane is mounted the first time its tab opens and loads the catalog in a
+    thread: with `wait`, return once the catalog is in (at most ~10 s; a test about a catalog that fails
+    to load waits on the workers itself)."""
+    await pilot.press("w")
+    pane = app.query_one(WhatIfPane)
+    if wait:
+        for _ in range(200):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if pane.catalog is not None:
+                break
+            await pilot.pause(0.05)
+        else:
+            raise AssertionError("the What-if catalog never came in")
+    return pane

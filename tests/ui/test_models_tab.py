@@ -7,7 +7,7 @@ from sparktop.model import ServedModel, ServiceReport
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import make_app, show_whatif
 
 
 async def test_models_tab_lists_every_served_model():
@@ -80,9 +80,7 @@ async def test_whatif_plans_with_the_measured_peak_and_m_switches_back():
     app.source = _LiveLooking("audio")
     async with app.run_test(size=(120, 36)) as pilot:
         await app.refresh_once()
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         pane = app.query_one(WhatIfPane)
         pane.add("llama3.1:70b")
         await pilot.pause()

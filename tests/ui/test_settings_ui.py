@@ -10,7 +10,7 @@ from textual.widgets import Input, OptionList, Static
 from sparktop.ui.screens.messages import MessagesScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import make_app, show_whatif
 
 SIZE = (120, 36)
 
@@ -69,9 +69,7 @@ async def test_whatif_load_shows_what_used_to_crash(tmp_path, content, words):
     bad.write_bytes(content)
     app = make_app(warmup=3)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         await pilot.press("l")
         screen = app.screen
         assert isinstance(screen, PlanFileScreen)
@@ -88,9 +86,7 @@ async def test_a_bad_discovery_key_still_fills_the_whatif_catalog(private_home):
     catalog.write_text("[discovery]\nollama_models = 5\n", encoding="utf-8")
     app = make_app(warmup=3)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         pane = app.query_one(WhatIfPane)
         options = pane.query_one("#whatif-catalog", OptionList)
         assert pane.catalog is not None and options.option_count > 10

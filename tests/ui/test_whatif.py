@@ -20,7 +20,7 @@ from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import make_app, show_whatif
 
 SIZE = (120, 36)
 WARMUP_SAMPLES = 5  # a live baseline needs a sample; the history does not matter here
@@ -34,12 +34,10 @@ async def open_whatif(wait: bool = True) -> AsyncIterator[tuple[SparktopApp, Pil
     """The dashboard on the demo source, switched to the What-if tab with `w` like a user would."""
     app = make_app(warmup=WARMUP_SAMPLES)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("w")
-        if wait:
-            await app.workers.wait_for_complete()
+        pane = await show_whatif(app, pilot, wait)
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "whatif"
-        yield app, pilot, app.query_one(WhatIfPane)
+        yield app, pilot, pane
 
 
 def row_offset(option_list: OptionList, index: int) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Input, OptionList, Static
 
 from sparktop.ui.whatif import WhatIfPane
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import make_app, show_whatif
 
 pytestmark = pytest.mark.usefixtures("private_home")  # tests/ui/conftest.py
 
@@ -20,9 +20,7 @@ def catalog_rows(pane: WhatIfPane) -> list[str]:
 async def test_catalog_is_sorted_and_names_stay_legible_at_60x18() -> None:
     app = make_app(warmup=5)
     async with app.run_test(size=(60, 18)) as pilot:
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         pane = app.query_one(WhatIfPane)
         rows = catalog_rows(pane)
         names = [row[6:].split("  ")[0] for row in rows]
@@ -37,9 +35,7 @@ async def test_catalog_is_sorted_and_names_stay_legible_at_60x18() -> None:
 async def test_esc_lets_go_of_the_find_box() -> None:
     app = make_app(warmup=5)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         pane = app.query_one(WhatIfPane)
         await pilot.press("slash", "l", "l", "a")
         box = pane.query_one("#whatif-filter", Input)
@@ -59,9 +55,7 @@ async def test_verdict_words_are_never_glued_to_their_reason() -> None:
     """`FITS1.2 GB`, `OKnothing`: the space sat between two styled runs, where a reader of runs dropped it."""
     app = make_app(warmup=5)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         await pilot.press("enter")
         await pilot.pause()
         box = app.query_one("#whatif-verdicts", Static)
@@ -76,9 +70,7 @@ async def test_verdict_words_are_never_glued_to_their_reason() -> None:
 async def test_the_footer_holds_the_whatif_keys_at_100_columns() -> None:
     app = make_app(warmup=5)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("w")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await show_whatif(app, pilot)
         shown = {k: a.binding for k, a in app.screen.active_bindings.items() if a.binding.show}
         assert "o" not in shown and "slash" not in shown  # the tables' keys are off this tab
         # As the footer writes them: one entry per binding, its keys' display and description.
@@ -91,3 +83,28 @@ async def test_the_footer_holds_the_whatif_keys_at_100_columns() -> None:
         await pilot.pause()
         shown = {k for k, a in app.screen.active_bindings.items() if a.binding.show}
         assert "o" in shown and "slash" in shown
+
+
+async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
+    """Its catalog, lists and bar were a fifth of the dashboard's start for a tab many sessions never open:
+    the start builds none of it; `w` builds it once, on the latest sample, and the ticks keep it current."""
+    app = make_app(warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert not app.query(WhatIfPane)
+        await app.refresh_once()
+        pane = await show_whatif(app, pilot, wait=False)
+        head = str(pane.query_one("#whatif-head", Static).render())
+        assert head.startswith("Baseline live:"), head  # drawn at once, while the catalog still loads
+        while pane.catalog is None:
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.05)
+        assert pane.snapshot is app.latest and pane.catalog is not None
+        assert app.focused is pane.query_one("#whatif-catalog", OptionList)  # the keys go to the catalog
+        pane.add("llama3.1:8b")
+        await pilot.press("1")
+        await app.refresh_once()
+        assert pane.snapshot is app.latest  # hidden, still current
+        await show_whatif(app, pilot)
+        assert list(app.query(WhatIfPane)) == [pane] and len(pane.plan or []) == 1  # the same pane, its plan
+
