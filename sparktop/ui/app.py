@@ -253,7 +253,7 @@ class SparktopApp(PlainToastApp):
                 yield ProcessesTable(
                     PROCESS_COLUMN_SPECS, self.config.process_columns, "total", id="processes-table"
                 )
-            # Empty until first opened (_open_whatif): its catalog, lists and bar were a fifth of the start's
+            # Empty until first opened (whatif_pane): its catalog, lists and bar were a fifth of the start's
             # work and memory, for a tab many sessions never open.
             yield TabPane("What-if", id="whatif")
             with TabPane("Models", id="models"), VerticalScroll():
@@ -673,6 +673,8 @@ class SparktopApp(PlainToastApp):
 
     def action_show_tab(self, tab: str) -> None:
         tabs = self.query_one(TabbedContent)
+        if tabs.active == tab:
+            return  # already shown: `w` on the What-if tab took the keys away from its catalog
         focused = self.focused
         # A widget keeping focus inside the pane being left (the What-if catalog) would pull the tabs back
         # to its own pane; the Dashboard has nothing focusable to take the focus over.

@@ -108,3 +108,22 @@ async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
         await show_whatif(app, pilot)
         assert list(app.query(WhatIfPane)) == [pane] and len(pane.plan or []) == 1  # the same pane, its plan
 
+
+async def test_the_key_of_the_tab_on_show_leaves_the_keys_where_they_are():
+    """`w` on the What-if tab took the focus off its catalog (the tab "left" was the tab shown), and the
+    arrows then moved nothing; `2` on the Containers tab likewise."""
+    from sparktop.ui.app import ContainersTable
+
+    app = make_app(warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = await show_whatif(app, pilot)
+        catalog = pane.query_one("#whatif-catalog", OptionList)
+        assert app.focused is catalog
+        await pilot.press("w")
+        assert app.focused is catalog
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.query_one(ContainersTable)
+        assert app.focused is table
+        await pilot.press("2")
+        assert app.focused is table
