@@ -33,8 +33,11 @@ def fmt_size(n: int | float, units: str = "GiB", precision: int = 1) -> str:
 
 
 def fmt_gb(n: int | float) -> str:
-    """A threshold in decimal GB, as NVIDIA states them: `80 GB`."""
-    return f"{n / GB:g} GB"
+    """A threshold in decimal GB, as NVIDIA states them: `80 GB`; three significant figures, so a line
+    scaled to a smaller pool reads `15.8 GB`, not `15.7978 GB`."""
+    gb = n / GB
+    whole_digits = len(str(int(abs(gb)))) if abs(gb) >= 1 else 1
+    return f"{round(gb, max(0, 3 - whole_digits)):g} GB"
 
 
 def fmt_rate(bytes_per_min: float | None, units: str = "GiB") -> str:

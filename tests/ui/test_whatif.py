@@ -21,6 +21,7 @@ from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.ui.demo_app import make_app, show_whatif
+from tests.ui.test_hostile_text import screen_text
 
 SIZE = (120, 36)
 WARMUP_SAMPLES = 5  # a live baseline needs a sample; the history does not matter here
@@ -380,6 +381,8 @@ async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> Non
         assert "OOM RISK" in text and "under the 80 GB safe line" not in text
         bar = pane.query_one("#whatif-bar", BudgetBar)
         assert bar.state == "over-aggressive"  # the bar draws the verdict's lines, not 80/100 GB
+        shown = screen_text(_app)
+        assert "safe 15.8 GB" in shown and "15.81" not in shown  # a scaled line, at the figures it has
         tab_reason = ev.fit.reason
 
     code = plan_main(

@@ -267,7 +267,7 @@ class BudgetBar(LineDiffWidget):
             color = palette.warn if name == "safe" else palette.critical
             occupied[col] = True
             cells.append((col, "▼", f"bold {color}"))
-            for label in (f"{name} {fmt_gb(nbytes)}", fmt_gb(nbytes), f"{nbytes / 1e9:g}"):
+            for label in (f"{name} {fmt_gb(nbytes)}", fmt_gb(nbytes), fmt_gb(nbytes).removesuffix(" GB")):
                 if _place(occupied, col - 1 - len(label), label):
                     cells.append((col - 1 - len(label), label, color))
                     break
