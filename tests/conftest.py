@@ -20,8 +20,8 @@ import sparktop.footprints  # noqa: E402  (after the bytecode switch above)
 # Garbage collection, tuned for a test run: each UI test builds and drops a whole Textual app, hundreds of
 # thousands of objects, and with the default thresholds (700, 10, 10) a full collection ran every few hundred
 # milliseconds over everything the worker held. On tests/ui/test_app.py + test_whatif.py, time in gc fell from
-# 7.7 s to 4.0 s of 20 s. Collections still run, so cyclic garbage is still freed, and tests that count
-# objects call gc.collect() themselves.
+# 7.7 s to 4.0 s of 20 s. Within a test the collector is paused altogether (_collect_garbage_between_tests
+# below): these thresholds pace it between tests and while the worker collects.
 gc.set_threshold(20_000, 20, 20)
 
 

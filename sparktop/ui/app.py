@@ -180,6 +180,7 @@ class SparktopApp(PlainToastApp):
         cfg = self.config
         book = StopBook(source, timeout=cfg.stop_timeout, read_only=self.read_only, units=cfg.units)
         self.stops = StopActions(self, book, on_change=self._render)
+        self._whatif: WhatIfPane | None = None  # built when its tab first opens (whatif_pane)
 
     # -- the session's state, by its old names (tests and the stop flow read these) -------------------------
 
@@ -457,8 +458,8 @@ class SparktopApp(PlainToastApp):
         bar.show(split, total, cfg.safe_bytes, cfg.max_bytes, units, palette)
         colors = {seg.key: seg.color for seg in bar.segments}
         self.query_one(GpuMemoryBar).show(accounting.gpu_memory, colors, units, palette)
-        for pane in self.query(WhatIfPane):
-            pane.refresh_baseline(snapshot)
+        if self._whatif is not None:
+            self._whatif.refresh_baseline(snapshot)
         if self.has_class("-tall"):
             self.query_one(ConsumerSummary).show(bar.segments, self._rate, units, palette.warn)
         collecting = collecting_s(self.session.history, self.session.creep_window_s)
@@ -777,12 +778,10 @@ class SparktopApp(PlainToastApp):
 
     def whatif_pane(self) -> WhatIfPane:
         """The What-if pane, mounted into its tab the first time it is asked for (opening the tab asks)."""
-        panes = self.query(WhatIfPane)
-        if panes:
-            return panes.first()
-        pane = WhatIfPane(context=self._whatif_context, id="whatif-pane")
-        self.query_one("#whatif", TabPane).mount(pane)
-        return pane
+        if self._whatif is None:
+            self._whatif = WhatIfPane(context=self._whatif_context, id="whatif-pane")
+            self.query_one("#whatif", TabPane).mount(self._whatif)
+        return self._whatif
 
     def _whatif_context(self) -> WhatIfContext:
         cfg = self.config

@@ -44,18 +44,22 @@ def make_app(
 
 
 async def show_whatif(app: SparktopApp, pilot, wait: bool = True) -> WhatIfPane:
-    """Press `w` like a user. The pane is mounted the first time its tab opens and loads the catalog in a
-    thread: with `wait`, return once the catalog is in (at most ~10 s; a test about a catalog that fails
-    to load waits on the workers itself)."""
+    """Press `w` like a user; with `wait`, return once the pane's catalog is in (wait_for_catalog)."""
     await pilot.press("w")
     pane = app.query_one(WhatIfPane)
     if wait:
-        for _ in range(200):
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            if pane.catalog is not None:
-                break
-            await pilot.pause(0.05)
-        else:
-            raise AssertionError("the What-if catalog never came in")
+        await wait_for_catalog(app, pilot, pane)
     return pane
+
+
+async def wait_for_catalog(app: SparktopApp, pilot, pane: WhatIfPane) -> None:
+    """The pane is mounted the first time its tab opens and loads the catalog in a thread that may not have
+    started yet: wait until the catalog is in (at most ~10 s; a test about a catalog that fails to load
+    waits on the workers itself)."""
+    for _ in range(200):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if pane.catalog is not None:
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("the What-if catalog never came in")

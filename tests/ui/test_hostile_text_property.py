@@ -24,6 +24,7 @@ from sparktop.model import Snapshot
 from sparktop.text import has_raw_controls, json_visible, visible
 from sparktop.ui.app import ContainersTable, ProcessesTable, SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
+from tests.ui.demo_app import wait_for_catalog
 from tests.ui.test_hostile_text import screen_text
 
 NASTY = (
@@ -100,9 +101,7 @@ async def _drive(texts: list[str], tmp: Path) -> list[str]:
         app.query_one(ProcessesTable).move_cursor(row=0)
         await pilot.press("s")  # a host process: the toast names it
         whatif = app.whatif_pane()  # mounted in its tab, still hidden
-        while whatif.plan is None:  # its catalog loads in a thread
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+        await wait_for_catalog(app, pilot, whatif)
         whatif.add(texts[2])  # an unknown workload name: the toast quotes it
         await pilot.pause(0.3)
         screens.append(screen_text(app))  # processes table and toasts

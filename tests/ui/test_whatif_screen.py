@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Input, OptionList, Static
 
 from sparktop.ui.whatif import WhatIfPane
-from tests.ui.demo_app import make_app, show_whatif
+from tests.ui.demo_app import make_app, show_whatif, wait_for_catalog
 
 pytestmark = pytest.mark.usefixtures("private_home")  # tests/ui/conftest.py
 
@@ -96,9 +96,7 @@ async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
         pane = await show_whatif(app, pilot, wait=False)
         head = str(pane.query_one("#whatif-head", Static).render())
         assert head.startswith("Baseline live:"), head  # drawn at once, while the catalog still loads
-        while pane.catalog is None:
-            await app.workers.wait_for_complete()
-            await pilot.pause(0.05)
+        await wait_for_catalog(app, pilot, pane)
         assert pane.snapshot is app.latest and pane.catalog is not None
         assert app.focused is pane.query_one("#whatif-catalog", OptionList)  # the keys go to the catalog
         pane.add("llama3.1:8b")
