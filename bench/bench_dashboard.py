@@ -372,8 +372,8 @@ def self_rss_mib() -> float:
 async def drive_headless(ticks: int, checkpoints: list[int], width: int, height: int) -> None:
     """In a fresh interpreter: the app with its timer off, fed demo snapshots one by one, painting each."""
     sys.path.insert(0, str(REPO))
-    from sparktop.collect.demo import DemoSource
     from sparktop.settings.config import Config
+    from sparktop.sources.demo import DemoSource
     from sparktop.ui.app import SparktopApp
 
     app = SparktopApp(DemoSource(), Config(), auto_refresh=False)

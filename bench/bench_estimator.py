@@ -22,9 +22,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sparktop.analysis.estimate import GB  # noqa: E402
-from sparktop.catalog import load_catalog  # noqa: E402
 from sparktop.plan import Plan, evaluate  # noqa: E402
+from sparktop.plan.catalog import load_catalog  # noqa: E402
+from sparktop.plan.estimate import GB  # noqa: E402
 
 DATA = [REPO / "tests" / "data" / name for name in (
     "measured-h100-training.jsonl", "measured-h100-training-qwen3-1.7b.jsonl"

@@ -36,10 +36,10 @@ from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.collect.demo import DemoSource
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 
 
 class MeminfoOnScrape:

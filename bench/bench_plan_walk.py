@@ -6,7 +6,7 @@ measured slowdowns, as the What-if tab and `sparktop plan` evaluate it.
     python bench/bench_plan_walk.py               # 200 evaluations
     python bench/bench_plan_walk.py --repeat 1000
 
-It prints, for one evaluation, how many times the walk calls an estimator of analysis/estimate.py
+It prints, for one evaluation, how many times the walk calls an estimator of plan/estimate.py
 (estimate_inference, estimate_training, estimate_fixed), reads the store (footprints, slowdowns), builds the
 snapshot's accounting and works out a workload's names; then the median and best time of one evaluation.
 """
@@ -25,14 +25,19 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sparktop.analysis import accounting, estimate  # noqa: E402
-from sparktop.catalog import load_catalog  # noqa: E402
-from sparktop.collect.demo import DemoSource  # noqa: E402
-from sparktop.footprints import Footprint, MeasuredSlowdown  # noqa: E402
-from sparktop.plan import Baseline, Plan, evaluate  # noqa: E402
+from sparktop.analysis import accounting  # noqa: E402
+from sparktop.core.snapshot import GB  # noqa: E402
+from sparktop.footprints.store import Footprint, MeasuredSlowdown  # noqa: E402
+from sparktop.plan import (  # noqa: E402
+    Baseline,
+    Plan,
+    estimate,
+    evaluate,
+)
 from sparktop.plan import measured as plan_measured  # noqa: E402
+from sparktop.plan.catalog import load_catalog  # noqa: E402
 from sparktop.plan.measured import LiveFacts  # noqa: E402
-from sparktop.snapshot import GB  # noqa: E402
+from sparktop.sources.demo import DemoSource  # noqa: E402
 
 AT = time.mktime((2026, 11, 20, 15, 0, 0, 0, 0, -1))
 ITEMS = (

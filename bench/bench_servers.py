@@ -20,8 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sparktop.collect.sampler import LiveSource  # noqa: E402
 from sparktop.collect.servers.collector import ServersCollector  # noqa: E402
+from sparktop.sources.live import LiveSource  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "servers"
 ROUTES = {

@@ -32,8 +32,8 @@ import psutil  # noqa: E402
 from sparktop.collect.cgroups import CgroupFS  # noqa: E402
 from sparktop.collect.docker import DockerDiscovery  # noqa: E402
 from sparktop.collect.processes import ProcessScanner  # noqa: E402
-from sparktop.collect.sampler import LiveSource  # noqa: E402
-from sparktop.session import Session  # noqa: E402
+from sparktop.session.session import Session  # noqa: E402
+from sparktop.sources.live import LiveSource  # noqa: E402
 from tests.integration.engine import DockerEngine, unique_name  # noqa: E402
 
 PSUTIL_FIELDS = ["pid", "ppid", "name", "cmdline", "username", "memory_info", "cpu_times", "create_time"]
@@ -85,7 +85,7 @@ def reap(procs: list[subprocess.Popen[bytes]]) -> None:
 RSS_CHILD = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from sparktop.collect.sampler import LiveSource
+from sparktop.sources.live import LiveSource
 from sparktop.collect.docker import DockerDiscovery
 src = LiveSource(docker=DockerDiscovery(base_url={url!r}))
 def rss():

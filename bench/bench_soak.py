@@ -43,8 +43,8 @@ def settled_rss() -> float:
 
 
 async def soak(args: argparse.Namespace) -> dict[str, object]:
-    from sparktop.collect.factory import open_source
     from sparktop.settings.config import Config
+    from sparktop.sources.factory import open_source
     from sparktop.ui.app import SparktopApp
 
     source = open_source(demo=None if args.live else "default", replay=None, seed=0)

@@ -21,12 +21,12 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widgets import DataTable
 
-from sparktop.collect.demo import DemoSource
-from sparktop.columns import PROCESS_COLUMN_SPECS
-from sparktop.rows import Row, process_rows
-from sparktop.session import Session
+from sparktop.core.columns import PROCESS_COLUMN_SPECS
+from sparktop.core.snapshot import ProcessInfo, Snapshot
+from sparktop.session.rows import Row, process_rows
+from sparktop.session.session import Session
 from sparktop.settings.config import Config
-from sparktop.snapshot import ProcessInfo, Snapshot
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.widgets.tables import ConsumerTable
 
 WARM_UP = 20

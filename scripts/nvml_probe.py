@@ -21,9 +21,9 @@ from typing import Any
 
 import pynvml
 
-from sparktop.clock_reasons import decode
+from sparktop.analysis.throttle import throttle_line
 from sparktop.collect.nvml import NvmlCollector
-from sparktop.gpu_clocks import throttle_line
+from sparktop.core.clock_reasons import decode
 
 
 def ask(label: str, call: Callable[[], Any]) -> Any:

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 os.environ["TZ"] = "UTC"  # the status line shows the snapshot's time of day
 time.tzset()
 
-from sparktop.collect.demo import DemoSource  # noqa: E402
-from sparktop.collect.recording import Recorder  # noqa: E402
-from sparktop.collect.replay import ReplaySource  # noqa: E402
 from sparktop.settings.config import Config  # noqa: E402
+from sparktop.sources.demo import DemoSource  # noqa: E402
+from sparktop.sources.recording import Recorder  # noqa: E402
+from sparktop.sources.replay import ReplaySource  # noqa: E402
 from sparktop.ui.app import SparktopApp  # noqa: E402
 
 START = 1_767_225_600.0

@@ -1,6 +1,6 @@
 """Write schema/snapshot.schema.json: the JSON Schema of a snapshot as `sparktop --once --json` prints it and
 `sparktop serve` serves it at /snapshot.json, generated from the pydantic model. Run it after changing
-sparktop/snapshot.py: tests/unit/test_snapshot_schema.py fails while the file is stale."""
+sparktop/core/snapshot.py: tests/unit/test_snapshot_schema.py fails while the file is stale."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sparktop.snapshot import snapshot_json_schema  # noqa: E402
+from sparktop.core.snapshot import snapshot_json_schema  # noqa: E402
 
 PATH = ROOT / "schema" / "snapshot.schema.json"
 

@@ -16,7 +16,7 @@ import pytest
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-import sparktop.footprints  # noqa: E402  (after the bytecode switch above)
+import sparktop.footprints.store  # noqa: E402  (after the bytecode switch above)
 
 # Garbage collection, tuned for a test run: each UI test builds and drops a whole Textual app, hundreds of
 # thousands of objects, and with the default thresholds (700, 10, 10) a full collection ran every few hundred
@@ -36,7 +36,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.fixture(autouse=True)
 def _private_state_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
-    monkeypatch.setattr(sparktop.footprints, "_shared", None)
+    monkeypatch.setattr(sparktop.footprints.store, "_shared", None)
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparktop.snapshot import (
+from sparktop.core.safe_text import error_line
+from sparktop.core.snapshot import (
     Accounting,
     Consumer,
     ContainerInfo,
@@ -21,7 +22,6 @@ from sparktop.snapshot import (
     Snapshot,
     process_key,
 )
-from sparktop.text import error_line
 
 TOP_HOST_PROCESSES = 8
 HOST_OTHER_LABEL = "other host processes"  # the group of host processes not named one by one

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from sparktop.analysis.history import UNATTRIBUTED, History
 from sparktop.analysis.trend import rate_per_min, slope_per_s, still_rising, sustained_slope
-from sparktop.format import fmt_bytes, fmt_duration, fmt_rate
-from sparktop.snapshot import HostMemory
+from sparktop.core.format import fmt_bytes, fmt_duration, fmt_rate
+from sparktop.core.snapshot import HostMemory
 
 DEFAULT_HORIZONS_S = (600.0, 120.0)
 DEFAULT_WINDOW_S = 120.0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktop.snapshot import Snapshot, process_key
+from sparktop.core.snapshot import Snapshot, process_key
 
 
 def sm_measured(snapshot: Snapshot) -> bool:

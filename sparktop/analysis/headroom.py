@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sparktop.snapshot import HostMemory
+from sparktop.core.snapshot import HostMemory
 
 DROP_CACHES = "sync && echo 3 | sudo tee /proc/sys/vm/drop_caches"
 

@@ -22,8 +22,8 @@ import sys
 from array import array
 from bisect import bisect_left
 
-from sparktop.gpu_clocks import lasting_throttle
-from sparktop.snapshot import Snapshot
+from sparktop.analysis.throttle import lasting_throttle
+from sparktop.core.snapshot import Snapshot
 
 UNATTRIBUTED = "unattributed"
 

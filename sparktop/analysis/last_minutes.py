@@ -7,7 +7,7 @@ summary the viewer shows ("last 5 min before the recording stopped: ..."). Pure:
 from __future__ import annotations
 
 from sparktop.analysis.history import UNATTRIBUTED, History
-from sparktop.format import fmt_bytes, fmt_duration
+from sparktop.core.format import fmt_bytes, fmt_duration
 
 TOP = 3
 MIN_GROWTH = 32 * 1024**2  # below this a consumer did not "grow" in any way that matters here

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sparktop.snapshot import GB
+from sparktop.core.snapshot import GB
 
 SAFE_LINE = 80 * GB
 AGGRESSIVE_LINE = 100 * GB

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from sparktop.format import fmt_available_pct
-from sparktop.snapshot import HostMemory
+from sparktop.core.format import fmt_available_pct
+from sparktop.core.snapshot import HostMemory
 
 EARLYOOM_KILL_PCT = 5.0
 OOMD_FULL_AVG10 = 60.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from sparktop.analysis.trend import current_slope
-from sparktop.snapshot import ProcessInfo, Snapshot, process_key
+from sparktop.core.snapshot import ProcessInfo, Snapshot, process_key
 
 
 def process_gpu(p: ProcessInfo, gpu_by_pid: dict[int, int]) -> int | None:

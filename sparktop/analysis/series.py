@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from sparktop.snapshot import GpuReport, HostMemory
+from sparktop.core.snapshot import GpuReport, HostMemory
 
 SERIES_LENGTH = 240
 

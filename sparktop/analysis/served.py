@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparktop.format import fmt_duration
-from sparktop.snapshot import Accounting, Consumer, ServedModel, ServiceReport, Snapshot
+from sparktop.core.format import fmt_duration
+from sparktop.core.snapshot import Accounting, Consumer, ServedModel, ServiceReport, Snapshot
 
 NEVER_S = 10 * 365 * 86400.0  # keep_alive -1 shows as a date centuries away
 

@@ -26,8 +26,8 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sparktop.analysis.verdict import BESIDE_COMPUTE, BESIDE_DECODER, BESIDE_DECODER_BOTH_HEAVY
-from sparktop.snapshot import NeighbourKind, ServiceReport, Slowdown, Snapshot, process_key
+from sparktop.analysis.time_slicing import BESIDE_COMPUTE, BESIDE_DECODER, BESIDE_DECODER_BOTH_HEAVY
+from sparktop.core.snapshot import NeighbourKind, ServiceReport, Slowdown, Snapshot, process_key
 
 MIN_READINGS = 5  # readings in each window (servers are probed every 2 s: 10 s of answering)
 MIN_BUSY_S = 20.0  # the neighbour busy without a break for this long

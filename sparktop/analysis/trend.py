@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from statistics import StatisticsError, linear_regression
 
 from sparktop.analysis.history import History
-from sparktop.format import fmt_duration, fmt_gb, fmt_rate
+from sparktop.core.format import fmt_duration, fmt_gb, fmt_rate
 
 MIN_POINTS = 5  # fewer points in the window than this: no rate at all
 

@@ -23,12 +23,12 @@ from pydantic import ValidationError
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.deadline import OneCall, Overdue
-from sparktop.cluster.http import TIMEOUT_S, FetchError, Reply, base_url, fetch
-from sparktop.cluster.model import MAX_NODES, ConsumerLine, CreepLine, GpuLine, NodeStatus, NodeView
+from sparktop.cluster.fetch import TIMEOUT_S, FetchError, Reply, base_url, fetch
+from sparktop.cluster.node import MAX_NODES, ConsumerLine, CreepLine, GpuLine, NodeStatus, NodeView
 from sparktop.collect.control import ContainerController
-from sparktop.collect.source import SnapshotSource, SourceUnavailable
+from sparktop.core.snapshot import SNAPSHOT_VERSION, Snapshot
 from sparktop.exporter.state import NodeState, SamplingLoop, stale_after_s
-from sparktop.snapshot import SNAPSHOT_VERSION, Snapshot
+from sparktop.sources.snapshot_source import SnapshotSource, SourceUnavailable
 
 TOP_CONSUMERS = 5
 ANALYSIS_S = 1.0  # on top of the fetch's deadline: a node's snapshot analysed (accounting, creep)

@@ -21,10 +21,9 @@ import urllib.parse
 from collections import defaultdict
 from typing import Any, TypeGuard
 
-from sparktop.cluster.http import FetchError, base_url, fetch
-from sparktop.cluster.model import MAX_NODES, ClusterError, ConsumerLine, CreepLine, GpuLine, NodeView
-from sparktop.exporter.state import stale_after_s
-from sparktop.snapshot import (
+from sparktop.cluster.fetch import FetchError, base_url, fetch
+from sparktop.cluster.node import MAX_NODES, ClusterError, ConsumerLine, CreepLine, GpuLine, NodeView
+from sparktop.core.snapshot import (
     SNAPSHOT_VERSION,
     Accounting,
     Consumer,
@@ -35,6 +34,7 @@ from sparktop.snapshot import (
     HostMemory,
     Snapshot,
 )
+from sparktop.exporter.state import stale_after_s
 
 KNOWN_WINDOW = "1h"
 CURRENT = (

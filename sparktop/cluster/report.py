@@ -11,8 +11,8 @@ import math
 from dataclasses import asdict, replace
 from typing import Any
 
-from sparktop.cluster.model import CreepLine, NodeView
-from sparktop.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size
+from sparktop.cluster.node import CreepLine, NodeView
+from sparktop.core.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size
 
 REPORT_VERSION = 1  # of the JSON below; a field's meaning never changes within a version
 

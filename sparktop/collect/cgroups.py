@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktop.collect.procfs import read_pressure, read_text
-from sparktop.snapshot import CgroupMemory, ContainerRuntime
+from sparktop.core.snapshot import CgroupMemory, ContainerRuntime
 
 __all__ = ["CgroupFS", "CgroupMatch", "container_from_cgroup", "match_cgroup", "match_cgroup_path"]
 

@@ -1,12 +1,12 @@
 """Acting on consumers: stopping containers. One interface for the real engine and the demo (a source says
-which controller can act on its containers with its `controller()`, see collect/source.py), why a source has
-none, and which containers no stop sparktop sends can reach."""
+which controller can act on its containers with its `controller()`, see sources/snapshot_source.py), why a
+source has none, and which containers no stop sparktop sends can reach."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from sparktop.snapshot import ContainerInfo, DockerStatus
+from sparktop.core.snapshot import ContainerInfo, DockerStatus
 
 REPLAY_REASON = "replay: nothing to stop"
 

@@ -28,8 +28,8 @@ import docker.errors
 import requests.exceptions
 
 from sparktop.collect.control import ControlError, StopTimeout
-from sparktop.snapshot import ContainerInfo, DockerStatus
-from sparktop.text import one_line
+from sparktop.core.safe_text import one_line
+from sparktop.core.snapshot import ContainerInfo, DockerStatus
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 GROUP_HINT = "add yourself to the docker group: sudo usermod -aG docker $USER"

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparktop.collect.base import Poller
-from sparktop.snapshot import ServiceReport, Snapshot
+from sparktop.collect.add_on import Poller
+from sparktop.core.snapshot import ServiceReport, Snapshot
 
 STATE_FILE = "guard.json"
 PERIOD_S = 2.0

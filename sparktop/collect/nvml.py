@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sparktop.gpu_clocks import THROTTLE_GAP_S, slowing_reasons
-from sparktop.snapshot import ContainerInfo, GpuProcess, GpuReport, GpuState, ProcessInfo
+from sparktop.core.clock_reasons import THROTTLE_GAP_S, slowing_reasons
+from sparktop.core.snapshot import ContainerInfo, GpuProcess, GpuReport, GpuState, ProcessInfo
 
 # Metrics that mean nothing on a unified-memory GPU: never read there, listed in `unsupported` instead.
 HIDDEN_ON_UNIFIED = ("fan_speed", "power_limit", "memory_clock", "memory_utilization", "pcie")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from sparktop.collect.cgroups import CgroupMatch, match_cgroup
 from sparktop.collect.procfs import read_text
-from sparktop.snapshot import ProcessInfo
+from sparktop.core.snapshot import ProcessInfo
 
 __all__ = ["ProcessScanner", "fill_pss", "read_pss"]
 

@@ -11,7 +11,7 @@ import math
 import os
 from pathlib import Path
 
-from sparktop.snapshot import HostMemory, Pressure, PressureLine
+from sparktop.core.snapshot import HostMemory, Pressure, PressureLine
 
 __all__ = [
     "CpuSampler",

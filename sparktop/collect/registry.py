@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from sparktop.collect.base import Collector, one_line
-from sparktop.snapshot import ServiceReport, Snapshot
+from sparktop.collect.add_on import Collector, one_line
+from sparktop.core.snapshot import ServiceReport, Snapshot
 
 if TYPE_CHECKING:
     from sparktop.settings.config import Config
@@ -32,17 +32,19 @@ class AddOn:
     config: bool = False  # the target is called with the user's Config instead (its own settings are in it)
 
 
-# One line per add-on collector (see sparktop/collect/base.py for what a collector must do). Order matters:
+# One line per add-on collector (see sparktop/collect/add_on.py for what a collector must do). Order matters:
 # footprints records what the servers collector reported this tick (and slowdowns measured from it).
 ADD_ONS: tuple[AddOn, ...] = (
     AddOn("servers", "sparktop.collect.servers.collector:from_config", config=True),
-    AddOn("slowdowns", "sparktop.slowdowns:SlowdownCollector"),
-    AddOn("footprints", "sparktop.footprints:FootprintCollector"),
+    AddOn("slowdowns", "sparktop.footprints.slowdown_recorder:SlowdownCollector"),
+    AddOn("footprints", "sparktop.footprints.store:FootprintCollector"),
     AddOn("guard", "sparktop.collect.guard_state:GuardStateCollector"),
 )
 
 # One line per simulated collector the demo source runs (deterministic: it reads only the snapshot).
-DEMO_ADD_ONS: tuple[AddOn, ...] = (AddOn("slowdowns", "sparktop.slowdowns:demo_collector"),)
+DEMO_ADD_ONS: tuple[AddOn, ...] = (
+    AddOn("slowdowns", "sparktop.footprints.slowdown_recorder:demo_collector"),
+)
 
 
 class Guarded(Generic[T]):

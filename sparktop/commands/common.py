@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from sparktop.text import say
+from sparktop.core.safe_text import say
 
 if TYPE_CHECKING:
     from sparktop.settings.config import Config
@@ -43,7 +43,7 @@ class CliParser(argparse.ArgumentParser):
         self.command_parsers: dict[str, argparse.ArgumentParser] = {}  # name -> its parser (build_parser)
 
     def error(self, message: str) -> NoReturn:
-        from sparktop.text import visible
+        from sparktop.core.safe_text import visible
 
         # The message quotes the bad argument back (`unrecognized arguments: -ESC]2;…`): made visible, and
         # kept to one line (argparse's own messages may hold a newline).
@@ -62,7 +62,7 @@ def command_parser(prog: str, add_arguments: Callable[[argparse.ArgumentParser],
 def demo_scenario(name: str) -> str:
     """`--demo NAME` checked as the command line is read, so an unknown one is a usage error (exit 3) like
     any other bad flag value."""
-    from sparktop.collect.demo import DEMO_SCENARIOS
+    from sparktop.sources.demo import DEMO_SCENARIOS
 
     if name not in DEMO_SCENARIOS:
         raise argparse.ArgumentTypeError(

@@ -17,16 +17,16 @@ from sparktop.commands.common import (
     add_source_arguments,
     settings_from,
 )
-from sparktop.format import fmt_available_pct, fmt_bytes, fmt_cell, fmt_size
-from sparktop.machine import describe_machine
+from sparktop.core.format import fmt_available_pct, fmt_bytes, fmt_cell, fmt_size
+from sparktop.core.machine import describe_machine
+from sparktop.core.safe_text import say
 from sparktop.settings.config import INTERVAL_RANGE, Config
 from sparktop.settings.files import SettingsError
-from sparktop.text import say
 
 if TYPE_CHECKING:
-    from sparktop.cluster.model import ClusterSource
-    from sparktop.collect.source import SnapshotSource
-    from sparktop.snapshot import Snapshot
+    from sparktop.cluster.node import ClusterSource
+    from sparktop.core.snapshot import Snapshot
+    from sparktop.sources.snapshot_source import SnapshotSource
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def run(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
         parser.error("choose one of --exporter, --demo and --replay")
     replay_start = _replay_options(parser, opts)
     if opts.web_session is not None:
-        from sparktop.lifeline import exit_with_parent
+        from sparktop.web.lifeline import exit_with_parent
 
         exit_with_parent(opts.web_session)
 
@@ -105,8 +105,8 @@ def run(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
 def _open_source_and_run(
     opts: argparse.Namespace, config: Config, problems: list[str], replay_start: float | None = None
 ) -> int:
-    from sparktop.collect.factory import SourceError, open_source
-    from sparktop.collect.source import SourceUnavailable
+    from sparktop.sources.factory import SourceError, open_source
+    from sparktop.sources.snapshot_source import SourceUnavailable
 
     try:
         if opts.exporter:
@@ -142,11 +142,11 @@ def _open_source_and_run(
 
 
 def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Sequence[str] = ()) -> int:
-    from sparktop.collect.replay import ReplaySource
-    from sparktop.collect.source import settled_sample
-    from sparktop.encoding import for_stream, json_for_stream
-    from sparktop.session import Session
-    from sparktop.text import json_visible, visible_lines
+    from sparktop.core.encoding import for_stream, json_for_stream
+    from sparktop.core.safe_text import json_visible, visible_lines
+    from sparktop.session.session import Session
+    from sparktop.sources.replay import ReplaySource
+    from sparktop.sources.snapshot_source import settled_sample
 
     # A recording: its last snapshot, what a post-mortem wants (the first is where it started).
     sample = source.play_to_end() if isinstance(source, ReplaySource) else settled_sample(source)
@@ -169,7 +169,7 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
     """A few lines a person can read in a script's log."""
     from sparktop.analysis.gpu_use import sm_pct_by_consumer, sm_unmeasured_reason
     from sparktop.analysis.slowdown import slowdown_lines
-    from sparktop.gpu_clocks import throttle_line
+    from sparktop.analysis.throttle import throttle_line
 
     mem = snapshot.memory
     available_pct = fmt_available_pct(100 * mem.available / max(mem.total, 1))
@@ -227,8 +227,8 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
 def _replay_options(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> float | None:
     """Checks --speed and --start (a replay's, in the dashboard) and returns --start in seconds (negative:
     before the end)."""
-    from sparktop.collect.replay import parse_clock
-    from sparktop.playback import MAX_SPEED
+    from sparktop.session.playback import MAX_SPEED
+    from sparktop.sources.replay import parse_clock
 
     given = [flag for flag, value in (("--speed", opts.speed), ("--start", opts.start)) if value is not None]
     if given and (opts.replay is None or opts.once):
@@ -254,7 +254,7 @@ def _run_dashboard(
 ) -> int:
     import os
 
-    from sparktop.terminal import dashboard_refusal, terminal_size
+    from sparktop.ui.terminal_check import dashboard_refusal, terminal_size
 
     recorded_interval = source.recorded_interval
     if recorded_interval and not interval_flag:
@@ -285,7 +285,7 @@ def _run_dashboard(
 
 
 def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace, config: Config) -> int:
-    from sparktop.cluster.model import ClusterError
+    from sparktop.cluster.node import ClusterError
 
     if bool(opts.prometheus) == bool(opts.nodes):
         parser.error("--cluster needs one of --prometheus URL and --nodes HOST:PORT,...")
@@ -308,7 +308,7 @@ def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace, conf
         except ClusterError as exc:
             say("sparktop", exc)
             return EXIT_NO_DATA
-    from sparktop.terminal import dashboard_refusal, terminal_size
+    from sparktop.ui.terminal_check import dashboard_refusal, terminal_size
 
     refusal = dashboard_refusal(os.environ, terminal_size())
     if refusal is not None:
@@ -329,8 +329,8 @@ def _run_cluster(parser: argparse.ArgumentParser, opts: argparse.Namespace, conf
 def _print_nodes(cluster: ClusterSource, as_json: bool, units: str) -> int:
     """One fetch of every node, printed: exit 0 whatever the nodes' states (each says its own)."""
     from sparktop.cluster.report import nodes_json, nodes_text
-    from sparktop.encoding import for_stream, json_for_stream
-    from sparktop.text import json_visible, visible_lines
+    from sparktop.core.encoding import for_stream, json_for_stream
+    from sparktop.core.safe_text import json_visible, visible_lines
 
     nodes = cluster.fetch()
     left_out = getattr(cluster, "left_out", 0)

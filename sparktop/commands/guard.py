@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from sparktop.commands.common import EXIT_BAD_INPUT, interrupt_on_stop_signals
-from sparktop.text import say
+from sparktop.core.safe_text import say
 
 
 def state_dir() -> Path:
@@ -35,14 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(opts: argparse.Namespace) -> int:
-    from sparktop.action_log import ActionLog
-    from sparktop.blackbox import BlackBox
-    from sparktop.collect.factory import SourceError, open_source
     from sparktop.commands.common import command_parser, lines_of, load_settings
     from sparktop.guard.alerts import Alerts
+    from sparktop.guard.blackbox import BlackBox
     from sparktop.guard.service import STATE_FILE, Guard
-    from sparktop.runner import SessionRunner
-    from sparktop.session import Session
+    from sparktop.session.runner import SessionRunner
+    from sparktop.session.session import Session
+    from sparktop.sources.factory import SourceError, open_source
+    from sparktop.stopping.stop_log import ActionLog
 
     parser = command_parser("sparktop guard", add_arguments)  # for its usage errors
     if opts.duration is not None and not opts.duration > 0:

@@ -17,20 +17,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparktop.analysis.estimate import GB
-from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
-from sparktop.catalog.loader import load_catalog
-from sparktop.catalog.lookup import Catalog
-from sparktop.catalog.params import kind_label
 from sparktop.commands.common import EXIT_BAD_INPUT
+from sparktop.core.safe_text import json_visible, say, visible_lines
 from sparktop.plan import Baseline, Evaluation, Plan, PlanError, evaluate, load_plan, save_plan
+from sparktop.plan.catalog.loader import load_catalog
+from sparktop.plan.catalog.lookup import Catalog
+from sparktop.plan.catalog.params import kind_label
+from sparktop.plan.estimate import GB
+from sparktop.plan.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 from sparktop.settings.files import SettingsError, read_bytes
-from sparktop.text import json_visible, say, visible_lines
 
 if TYPE_CHECKING:
+    from sparktop.core.snapshot import Snapshot
     from sparktop.plan.measured import LiveFacts
     from sparktop.settings.config import Config
-    from sparktop.snapshot import Snapshot
 
 EXIT_FITS, EXIT_TIGHT, EXIT_OOM = 0, 1, 2  # the verdict; a bad flag or value is common.EXIT_BAD_INPUT
 EXIT_CODES = {FITS: EXIT_FITS, TIGHT: EXIT_TIGHT, OOM_RISK: EXIT_OOM, WONT_FIT: EXIT_OOM}
@@ -46,7 +46,7 @@ with --optimistic, from the mid ones:
 
 def _facts(snap: Snapshot | None, use_measured: bool) -> LiveFacts:
     """Peaks measured on this machine (the footprint store) and, with a live baseline, what runs now."""
-    from sparktop.footprints import shared_store
+    from sparktop.footprints.store import shared_store
     from sparktop.plan.measured import LiveFacts
 
     store = shared_store()
@@ -142,8 +142,8 @@ def _settings(args: argparse.Namespace) -> tuple[Config, float | None, float | N
 def _live_snapshot(config: Config | None = None) -> Snapshot:
     """One live sample, with the model servers the config lists and a bounded wait for their first answers
     (a plan next to a loaded model uses its measured peak)."""
-    from sparktop.collect.sampler import LiveSource
-    from sparktop.collect.source import settled_sample
+    from sparktop.sources.live import LiveSource
+    from sparktop.sources.snapshot_source import settled_sample
 
     source = LiveSource(config=config)
     try:

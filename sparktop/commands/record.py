@@ -11,15 +11,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sparktop.collect.recording import Recorder, RecordMode
-from sparktop.collect.source import SnapshotSource
 from sparktop.commands.common import interrupt_on_stop_signals
-from sparktop.runner import SessionRunner
-from sparktop.session import Session
+from sparktop.core.safe_text import say
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
 from sparktop.settings.config import INTERVAL_RANGE, apply_overrides, finite_check, load_config
 from sparktop.settings.files import SettingsError
-from sparktop.snapshot import Snapshot
-from sparktop.text import say
+from sparktop.sources.recording import Recorder, RecordMode
+from sparktop.sources.snapshot_source import SnapshotSource
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ _DURATION = finite_check(0, 10 * 365 * 86400, "seconds", low_open=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparktop.collect.factory import SourceError, open_source
+    from sparktop.sources.factory import SourceError, open_source
 
     for flag, check, value in (
         ("--interval", _INTERVAL, args.interval),

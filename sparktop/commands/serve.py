@@ -16,7 +16,7 @@ from sparktop.commands.common import (
     lines_of,
     load_settings,
 )
-from sparktop.text import say
+from sparktop.core.safe_text import say
 
 DEFAULT_PORT = 9877
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_PORT}"
@@ -64,11 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(opts: argparse.Namespace) -> int:
-    from sparktop.collect.factory import SourceError, open_source
     from sparktop.commands.common import command_parser
     from sparktop.exporter.metrics import ExportOptions
     from sparktop.exporter.server import ExporterServer
     from sparktop.exporter.state import SamplingLoop
+    from sparktop.sources.factory import SourceError, open_source
 
     parser = command_parser("sparktop serve", add_arguments)  # for its usage errors
     try:

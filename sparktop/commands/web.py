@@ -9,7 +9,8 @@ HTTP reads per tick, not ten collectors.
 Sessions are read-only (stop and signal keys refuse, and the header says so, and no key reads or writes a
 file on the server) unless `--allow-actions`; with it, a session acts on this machine's Docker engine and
 processes, and only on a loopback bind. Every page and session needs the token printed at start, from this
-server's own origin (web_server.py); at most --max-sessions at once; each session dies with this process.
+server's own origin (web/browser_server.py); at most --max-sessions at once; each session dies with this
+process.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import socket
 import sys
 
 from sparktop.commands.common import add_command_lines_argument, add_line_arguments, lines_of, load_settings
-from sparktop.text import say
+from sparktop.core.safe_text import say
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_SESSIONS = 4  # web_server.DEFAULT_MAX_SESSIONS (not imported here: it loads aiohttp)
@@ -77,13 +78,13 @@ def _port_free(host: str, port: int) -> str | None:
 
 
 def run(opts: argparse.Namespace) -> int:
-    from sparktop.collect.factory import SourceError, open_source
     from sparktop.commands.common import command_parser
     from sparktop.exporter.server import ExporterServer
     from sparktop.exporter.state import SamplingLoop
+    from sparktop.sources.factory import SourceError, open_source
 
     try:
-        from sparktop.web_server import PAGE_DIR, GuardedServer, is_loopback, new_token
+        from sparktop.web.browser_server import PAGE_DIR, GuardedServer, is_loopback, new_token
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         if missing not in WEB_EXTRA_MODULES:

@@ -25,8 +25,8 @@ from typing import Literal
 
 from prometheus_client.core import GaugeMetricFamily, Metric, UnknownMetricFamily
 
-from sparktop.snapshot import MIB, GpuState, Snapshot
-from sparktop.text import visible
+from sparktop.core.safe_text import visible
+from sparktop.core.snapshot import MIB, GpuState, Snapshot
 
 DcgmMode = Literal["auto", "all", "fb", "off"]
 DCGM_MODES: tuple[DcgmMode, ...] = ("auto", "all", "fb", "off")

@@ -32,12 +32,12 @@ from sparktop.analysis.accounting import HOST_OTHER_LABEL, host_processes
 from sparktop.analysis.gpu_use import sm_pct_by_consumer
 from sparktop.analysis.pressure import PressureLevel
 from sparktop.analysis.trend import CreepAlert
+from sparktop.core.clock_reasons import slowing_reasons
+from sparktop.core.safe_text import visible
+from sparktop.core.snapshot import SNAPSHOT_VERSION, Accounting, Consumer, ContainerInfo, Snapshot
 from sparktop.exporter.dcgm import DcgmMode, dcgm_metrics
 from sparktop.exporter.state import NodeState, SamplingLoop
-from sparktop.footprints import store_problem
-from sparktop.gpu_clocks import slowing_reasons
-from sparktop.snapshot import SNAPSHOT_VERSION, Accounting, Consumer, ContainerInfo, Snapshot
-from sparktop.text import visible
+from sparktop.footprints.store import store_problem
 
 PRESSURE_LEVEL_VALUE = {PressureLevel.OK: 0, PressureLevel.WARN: 1, PressureLevel.CRITICAL: 2}
 CONSUMER_LABELS = ["kind", "consumer", "container", "compose_project", "compose_service", "process"]

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from sparktop.analysis.history import History
 from sparktop.analysis.pressure import PressureAssessment
 from sparktop.analysis.trend import CreepAlert
-from sparktop.collect.source import SnapshotSource
-from sparktop.runner import SessionRunner
-from sparktop.session import Session
-from sparktop.snapshot import Snapshot
-from sparktop.text import json_visible, say
+from sparktop.core.safe_text import json_visible, say
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
+from sparktop.sources.snapshot_source import SnapshotSource
 
 
 def stale_after_s(interval: float | None) -> float:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TextIO
 
-from sparktop.http_client import MIB, HttpError, request
-from sparktop.text import visible
+from sparktop.core.http_client import MIB, HttpError, request
+from sparktop.core.safe_text import visible
 
 HOOK_TIMEOUT_S = 30.0
 WEBHOOK_TIMEOUT_S = 5.0

@@ -7,8 +7,8 @@ import fnmatch
 
 from pydantic import BaseModel, Field
 
+from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot
 from sparktop.settings.guard import StopRule
-from sparktop.snapshot import ContainerInfo, ProcessInfo, Snapshot
 
 
 class Target(BaseModel):

@@ -3,7 +3,7 @@
 `Guard.on_snapshot` runs after the session has taken the snapshot in (a `SessionRunner` callback), so the
 forecast sees the same history the dashboard would. What it does each tick:
 
-1. the black box records the snapshot (sparktop/blackbox.py);
+1. the black box records the snapshot (sparktop/guard/blackbox.py);
 2. the forecast (analysis/forecast.py) is compared with the last one: a nearer horizon, or a stall that
    started, is a new warning; going back to no warning is said once too;
 3. with an armed policy (a trigger AND a stop list): when MemAvailable is under the floor, or PSI full has
@@ -31,20 +31,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sparktop.action_log import ActionLog
 from sparktop.analysis.forecast import Forecast, forecast
-from sparktop.blackbox import BlackBox
+from sparktop.analysis.throttle import ThrottleWatch
 from sparktop.collect.control import ContainerController, ControlError
-from sparktop.collect.signals import TERM, signal_process
-from sparktop.format import fmt_bytes
-from sparktop.gpu_clocks import ThrottleWatch
+from sparktop.collect.process_signals import TERM, signal_process
+from sparktop.core.format import fmt_bytes
+from sparktop.core.private_files import open_private_file
+from sparktop.core.safe_text import error_line
+from sparktop.core.snapshot import Snapshot
 from sparktop.guard.alerts import Alert, Alerts
+from sparktop.guard.blackbox import BlackBox
 from sparktop.guard.policy import Target, find_target
-from sparktop.private_files import open_private_file
-from sparktop.session import Session
+from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
-from sparktop.snapshot import Snapshot
-from sparktop.text import error_line
+from sparktop.stopping.stop_log import ActionLog
 
 STATE_FILE = "guard.json"
 # After a stopped target has gone: the time its release takes to show in the readings. PSI's avg10 is a

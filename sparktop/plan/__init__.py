@@ -1,6 +1,6 @@
 """The what-if planner's API (no UI): build a plan from the catalog, edit it, evaluate it.
 
-from sparktop.catalog import load_catalog
+from sparktop.plan.catalog import load_catalog
 from sparktop.plan import Baseline, Plan, evaluate, load_plan, save_plan
 
 catalog = load_catalog()                      # built-in + local models + user catalog
@@ -26,7 +26,7 @@ from sparktop.plan.evaluate import (
     evaluate_known,
 )
 from sparktop.plan.io import dumps_plan, load_plan, loads_plan, save_plan
-from sparktop.plan.model import Param, Plan, PlanError, PlanItem, Workload
+from sparktop.plan.items import Param, Plan, PlanError, PlanItem, Workload
 
 __all__ = [
     "Baseline",

@@ -6,7 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sparktop.analysis.estimate import (
+from sparktop.analysis.lines import SPARK_POOL, Lines, plan_lines
+from sparktop.analysis.slowdown import planner_range_text
+from sparktop.core.format import fmt_est
+from sparktop.plan.catalog.lookup import Catalog
+from sparktop.plan.estimate import (
     GB,
     Estimate,
     Range,
@@ -15,9 +19,10 @@ from sparktop.analysis.estimate import (
     estimate_training,
     system_base,
 )
-from sparktop.analysis.lines import SPARK_POOL, Lines, plan_lines
-from sparktop.analysis.slowdown import planner_range_text
-from sparktop.analysis.verdict import (
+from sparktop.plan.items import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
+from sparktop.plan.live_gpu import DeviceMemory, device_memory, has_gpu, running_gpu_loads
+from sparktop.plan.measured import LiveFacts, PlanFacts, planned_estimate
+from sparktop.plan.verdict import (
     DEFAULT_SM_COUNT,
     DEVICE_AGGRESSIVE_SHARE,
     DEVICE_SAFE_SHARE,
@@ -30,14 +35,9 @@ from sparktop.analysis.verdict import (
     fit_verdict,
     worse,
 )
-from sparktop.catalog.lookup import Catalog
-from sparktop.format import fmt_est
-from sparktop.plan.live_gpu import DeviceMemory, device_memory, has_gpu, running_gpu_loads
-from sparktop.plan.measured import LiveFacts, PlanFacts, planned_estimate
-from sparktop.plan.model import OLLAMA_AUTO_CONTEXT, OLLAMA_DEFAULT_CONTEXT, Plan, Workload
 
 if TYPE_CHECKING:
-    from sparktop.snapshot import Snapshot
+    from sparktop.core.snapshot import Snapshot
 
 UNITS = "GB (1e9 bytes)"
 

@@ -24,10 +24,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sparktop.catalog.lookup import Catalog
-from sparktop.catalog.params import PARAMS
-from sparktop.plan.model import Plan, PlanError
-from sparktop.private_files import make_dirs
+from sparktop.core.private_files import make_dirs
+from sparktop.plan.catalog.lookup import Catalog
+from sparktop.plan.catalog.params import PARAMS
+from sparktop.plan.items import Plan, PlanError
 from sparktop.settings.files import SettingsError, read_text
 from sparktop.settings.plan import read_plan_tables
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparktop.analysis.verdict import DEFAULT_DUTY, HEAVY_BYTES_PER_TOKEN, GpuLoad
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.plan.verdict import DEFAULT_DUTY, HEAVY_BYTES_PER_TOKEN, GpuLoad
 
 # NVML utilisation (share of the last sample period a kernel ran): at or above BUSY the GPU is saturated the
 # way a training run saturates it; between ACTIVE and BUSY something computes part of the time; below ACTIVE

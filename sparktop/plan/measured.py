@@ -17,15 +17,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sparktop.analysis.accounting import fill_accounting
-from sparktop.analysis.estimate import Estimate, Range, estimate_fixed
 from sparktop.analysis.headroom import vllm_startup_check
 from sparktop.analysis.served import model_key as served_model_key
 from sparktop.analysis.served import split_models
-from sparktop.catalog.entries import CatalogEntry
-from sparktop.footprints import Footprint, MeasuredSlowdown
-from sparktop.format import fmt_est
-from sparktop.plan.model import Workload
-from sparktop.snapshot import Snapshot
+from sparktop.core.format import fmt_est
+from sparktop.core.snapshot import Snapshot
+from sparktop.footprints.store import Footprint, MeasuredSlowdown
+from sparktop.plan.catalog.entries import CatalogEntry
+from sparktop.plan.estimate import Estimate, Range, estimate_fixed
+from sparktop.plan.items import Workload
 
 # (kind, name) → the stored peak, or None
 FootprintLookup = Callable[[str, str], Footprint | None]

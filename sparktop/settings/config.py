@@ -27,8 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from sparktop.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
-from sparktop.format import GB
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
+from sparktop.core.format import GB
 from sparktop.settings.files import (
     KeyLines,
     SettingsError,
@@ -42,8 +42,8 @@ from sparktop.settings.guard import GuardSettings
 
 UNITS = ("GiB", "GB")
 
-# Columns the tables can show, in their default order (their one definition: sparktop/columns.py); the config
-# picks a subset and an order.
+# Columns the tables can show, in their default order (their one definition: sparktop/core/columns.py); the
+# config picks a subset and an order.
 CONTAINER_COLUMNS = tuple(CONTAINER_COLUMN_SPECS)
 DEFAULT_CONTAINER_COLUMNS = ("name", "project", "service", "cpu", "gpu", "sm", "total", "trend", "pss")
 PROCESS_COLUMNS = tuple(PROCESS_COLUMN_SPECS)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sparktop.format import GB
+from sparktop.core.format import GB
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 

@@ -1,10 +1,10 @@
 """The live dashboard: one Textual app over any snapshot source (live, demo, replay).
 
 Data flow: a timer asks a thread worker for `source.sample()` every `config.interval` seconds; the snapshot
-comes back to the event loop with `call_from_thread`, goes into the Session (sparktop/session.py: accounting,
-history, pressure, creep, trends, sparkline series, staleness), and the views are redrawn from the session
-by the app's one screen (sparktop/ui/screens/dashboard.py: layout, views, the tables' and tabs' keys). A
-failing or slow source never blocks the loop: the last good snapshot stays on screen, marked stale with the
+comes back to the event loop with `call_from_thread`, goes into the Session (sparktop/session/session.py:
+accounting, history, pressure, creep, trends, sparkline series, staleness), and the views are redrawn from the
+session by the app's one screen (sparktop/ui/screens/dashboard.py: layout, views, the tables' and tabs' keys).
+A failing or slow source never blocks the loop: the last good snapshot stays on screen, marked stale with the
 reason.
 
 Tests and screenshots drive it without timers: `SparktopApp(..., auto_refresh=False, warmup=N)` feeds N
@@ -29,19 +29,19 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
-from sparktop.actions import StopBook
 from sparktop.analysis.lines import LineChoice
-from sparktop.collect.replay import ReplaySource, format_clock
-from sparktop.collect.source import SnapshotSource, SourceExhausted, take_sample
-from sparktop.gpu_clocks import ThrottleWatch
-from sparktop.playback import Batch, Playback
-from sparktop.session import Session
+from sparktop.analysis.throttle import ThrottleWatch
+from sparktop.core.safe_text import error_line, visible, visible_lines
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.playback import Batch, Playback
+from sparktop.session.session import Session
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot
-from sparktop.text import error_line, visible, visible_lines
+from sparktop.sources.replay import ReplaySource, format_clock
+from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted, take_sample
+from sparktop.stopping.stop_book import StopBook
+from sparktop.ui.exit_signals import end_on_signals
 from sparktop.ui.screens.dashboard import DashboardScreen
-from sparktop.ui.signals import end_on_signals
-from sparktop.ui.stop import StopActions
+from sparktop.ui.stop_keys import StopActions
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.toasts import PlainToastApp
@@ -94,8 +94,8 @@ class SparktopApp(PlainToastApp):
         the terminal is restored, and it returns 128 + the signal number as a killed process would.
         `files_allowed` False (a read-only `sparktop web` session, whose user is not this machine's): no key
         reads or writes a file here (plan save / load, `B`). `replay_speed`: snapshots a tick at the start
-        (sparktop/playback.py), `replay_start`: seconds into the recording to start at (negative: before its
-        end); a replay only."""
+        (sparktop/session/playback.py), `replay_start`: seconds into the recording to start at (negative:
+        before its end); a replay only."""
         super().__init__()
         self._exit_signals = tuple(exit_on_signals)
         self.source = source
@@ -398,7 +398,7 @@ class SparktopApp(PlainToastApp):
 
     def action_write_history(self) -> None:
         """Write the in-memory history (the dashboard's own short black box) to the state dir."""
-        from sparktop.history_file import default_history_path, write_history
+        from sparktop.session.history_export import default_history_path, write_history
 
         if not self.files_allowed:
             self.explain_no_files()

@@ -29,14 +29,14 @@ from textual.widgets import Static
 
 from sparktop.analysis.lines import SPARK_POOL, LineChoice, Lines
 from sparktop.cluster.deadline import OneCall, Overdue
-from sparktop.cluster.model import MAX_NODES, ClusterError, ClusterSource, NodeView
+from sparktop.cluster.node import MAX_NODES, ClusterError, ClusterSource, NodeView
 from sparktop.cluster.report import creep_reaches
+from sparktop.core.format import fmt_bytes, fmt_gb, fmt_rate, fmt_size, unit_size
+from sparktop.core.safe_text import error_line
+from sparktop.core.safe_text import visible as plain
 from sparktop.exporter.state import stale_after_s
-from sparktop.format import fmt_bytes, fmt_gb, fmt_rate, fmt_size, unit_size
 from sparktop.settings.config import Config
-from sparktop.text import error_line
-from sparktop.text import visible as plain
-from sparktop.ui.signals import end_on_signals
+from sparktop.ui.exit_signals import end_on_signals
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, derive_palette, load_themes
 from sparktop.ui.toasts import PlainToastApp

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.markup import MarkupError
 from textual.notifications import SeverityLevel
 
-from sparktop.text import visible, visible_lines
+from sparktop.core.safe_text import visible, visible_lines
 
 
 def markup_words(markup: str) -> str:

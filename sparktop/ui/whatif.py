@@ -25,8 +25,8 @@ from textual.widgets import Input, Static
 from textual.widgets.option_list import Option
 
 from sparktop.analysis.lines import LineChoice
-from sparktop.catalog.params import kind_label
-from sparktop.snapshot import Accounting, Consumer, Snapshot
+from sparktop.core.snapshot import Accounting, Consumer, Snapshot
+from sparktop.plan.catalog.params import kind_label
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
 from sparktop.ui.widgets.plan_board import CatalogList, PlanList, set_options_keeping
@@ -34,8 +34,8 @@ from sparktop.ui.widgets.plan_board import CatalogList, PlanList, set_options_ke
 # The catalog and the planner (~0.1 s of imports) are imported where they are used, mostly in the catalog
 # worker: the dashboard's first frame does not wait for a tab that is not shown yet.
 if TYPE_CHECKING:
-    from sparktop.catalog import Catalog
     from sparktop.plan import Baseline, Evaluation, Plan
+    from sparktop.plan.catalog import Catalog
     from sparktop.plan.measured import LiveFacts
 
 DEFAULT_PLAN_FILE = "plan.toml"
@@ -163,7 +163,7 @@ class WhatIfPane(Vertical):
     def _load_catalog(self, loader: Callable[[], Catalog] | None) -> None:
         try:
             if loader is None:
-                from sparktop.catalog import load_catalog
+                from sparktop.plan.catalog import load_catalog
 
                 loader = load_catalog
             catalog = loader()
@@ -196,7 +196,7 @@ class WhatIfPane(Vertical):
         self._update()
 
     def _fill_catalog(self) -> None:
-        from sparktop.analysis.estimate import GB
+        from sparktop.plan.estimate import GB
 
         if self.catalog is None:
             return
@@ -313,7 +313,7 @@ class WhatIfPane(Vertical):
         snap = self.snapshot
         footprints = slowdowns = None
         if snap is not None and snap.source == "live":
-            from sparktop.footprints import shared_store
+            from sparktop.footprints.store import shared_store
 
             footprints, slowdowns = shared_store().all, shared_store().slowdowns
         return LiveFacts(
@@ -357,7 +357,7 @@ class WhatIfPane(Vertical):
         self._draw_verdicts()
 
     def _draw_head(self, baseline: Baseline, units: str) -> None:
-        from sparktop.format import fmt_est, fmt_size
+        from sparktop.core.format import fmt_est, fmt_size
 
         # The planner speaks GB (its lines and verdicts); the dashboard the user's unit: both, so "25.3 GB"
         # here and "23.5 GiB" on the bar read as the same pool.
@@ -406,7 +406,7 @@ class WhatIfPane(Vertical):
         bar.show(accounting, total, safe, high, ctx.units, ctx.palette, planned=planned)
 
     def _draw_plan(self, highlight: int | None) -> None:
-        from sparktop.analysis.estimate import GB
+        from sparktop.plan.estimate import GB
 
         plan_list = self.query_one("#whatif-plan", PlanList)
         ev = self.evaluation
@@ -545,7 +545,7 @@ def _labelled(label: str, text: str) -> Content:
 
 
 def _verdict_line(title: str, verdict: str, reason: str) -> Content:
-    from sparktop.analysis.verdict import CAREFUL, FITS, NO, OK, OOM_RISK, TIGHT, WONT_FIT
+    from sparktop.plan.verdict import CAREFUL, FITS, NO, OK, OOM_RISK, TIGHT, WONT_FIT
 
     styles = {
         FITS: "$success",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.snapshot import MIB
+from sparktop.core.snapshot import MIB
 from tests.fixtures import grafana
 from tests.fixtures.exporters import DemoNode, PrometheusServer, demo_nodes, served_snapshot
 

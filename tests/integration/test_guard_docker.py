@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.action_log import ActionLog
 from sparktop.collect.docker import DockerController, DockerDiscovery
-from sparktop.collect.sampler import LiveSource
+from sparktop.core.snapshot import GB, Snapshot
 from sparktop.guard.alerts import Alerts
 from sparktop.guard.service import RELEASE_GRACE_S, Guard
-from sparktop.runner import SessionRunner
-from sparktop.session import Session
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings, StopRule
-from sparktop.snapshot import GB, Snapshot
+from sparktop.sources.live import LiveSource
+from sparktop.stopping.stop_log import ActionLog
 from tests.fixtures.sources import NoGpu
 from tests.integration.engine import DockerEngine, unique_name
 

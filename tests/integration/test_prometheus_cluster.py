@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sparktop.cluster.model import MAX_NODES, ClusterError
+from sparktop.cluster.node import MAX_NODES, ClusterError
 from sparktop.cluster.prometheus import CURRENT, KNOWN_WINDOW, PrometheusCluster, _of_instances
 from sparktop.ui.cluster import ClusterApp, NodeCard
 from tests.fixtures.exporters import (
@@ -283,10 +283,10 @@ async def test_a_prometheus_that_drips_leaves_the_nodes_stale_and_the_view_free(
 def test_another_job_sharing_the_instance_does_not_decide_up(tmp_path: Path) -> None:
     """Many setups relabel every job's `instance` to the hostname: there, a node_exporter that is down (a job
     sorting after sparktop's) must not mark a working sparktop exporter down; sparktop's own `up` decides."""
-    from sparktop.collect.demo import DemoSource
+    from sparktop.core.snapshot import GB
     from sparktop.exporter.server import ExporterServer
     from sparktop.exporter.state import SamplingLoop
-    from sparktop.snapshot import GB
+    from sparktop.sources.demo import DemoSource
 
     loop = SamplingLoop(DemoSource("default", seed=5), 3600, 80 * GB, 100 * GB)
     loop.step()

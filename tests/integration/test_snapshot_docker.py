@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from sparktop.collect.docker import DockerDiscovery
-from sparktop.collect.sampler import LiveSource
-from sparktop.session import Session
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.live import LiveSource
 from tests.fixtures.sources import NoGpu
 from tests.integration.engine import SHM_BYTES, DockerEngine
 

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
-from sparktop.collect.sampler import LiveSource
-from sparktop.format import fmt_bytes
+from sparktop.core.format import fmt_bytes
 from sparktop.settings.config import Config
+from sparktop.sources.live import LiveSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable
-from sparktop.ui.stop import READ_ONLY
+from sparktop.ui.stop_keys import READ_ONLY
 from tests.fixtures.sources import NoGpu
 from tests.integration.engine import DockerEngine, hung_runtime, run_as_user, unique_name
 

@@ -17,7 +17,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
 from tests.fixtures.exporters import get, require
 from tests.fixtures.web import Web, start_web
 

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparktop.collect.demo import DemoSource
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import AnswerServer, answering, exporter_answer
 from tests.terminal.tmux import TmuxPane, assert_restored, sparktop_command
 
@@ -43,7 +43,7 @@ def start_cluster(pane: TmuxPane, nodes: str) -> None:
 
 
 def test_sigterm_restores_the_terminal_at_once(pane: TmuxPane, nodes: str) -> None:
-    # SIGHUP and SIGINT take the same handler (ui/signals.py), tested on the dashboard.
+    # SIGHUP and SIGINT take the same handler (ui/exit_signals.py), tested on the dashboard.
     start_cluster(pane, nodes)
     started = time.monotonic()
     os.kill(pane.program_pid(), signal.SIGTERM)

@@ -14,8 +14,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, TabbedContent
 
-from sparktop.collect.demo import DemoSource
 from sparktop.settings.config import Config
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.whatif import WhatIfPane

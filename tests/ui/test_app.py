@@ -8,10 +8,10 @@ import time
 
 from textual.widgets import Input, TabbedContent
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.source import SnapshotSource, SourceExhausted
+from sparktop.core.snapshot import Snapshot
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.screens.help import HelpScreen

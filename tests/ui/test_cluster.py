@@ -9,13 +9,13 @@ import pytest
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.exporters import ExporterNodes, ExporterSource
-from sparktop.cluster.model import CreepLine, NodeView
+from sparktop.cluster.node import CreepLine, NodeView
 from sparktop.cluster.report import nodes_text
-from sparktop.collect.demo import DemoSource
 from sparktop.collect.docker import DockerController
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.cluster import ClusterApp, NodeCard, NodeDetailScreen, NodeWhatIfScreen, card_text
 from sparktop.ui.themes import DEFAULT_THEME, load_themes

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktop.collect.source import SnapshotSource
+from sparktop.core.snapshot import GIB, MIB, GpuReport, HostMemory, ProcessInfo, Snapshot
 from sparktop.settings.config import Config
-from sparktop.snapshot import GIB, MIB, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.replay import ReplayEnded, ReplaySource
 from sparktop.commands.main import main
+from sparktop.core.snapshot import Snapshot
 from sparktop.settings.files import state_dir
-from sparktop.snapshot import Snapshot
+from sparktop.sources.replay import ReplayEnded, ReplaySource
 from tests.ui.demo_app import make_app
 
 

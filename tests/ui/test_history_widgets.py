@@ -12,9 +12,9 @@ from textual.color import Color
 
 from sparktop.analysis.history import History
 from sparktop.analysis.trend import CreepAlert, detect_creep
-from sparktop.collect.demo import DemoSource
-from sparktop.session import Session
-from sparktop.snapshot import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from sparktop.ui.widgets.history_chart import HistoryChart
 

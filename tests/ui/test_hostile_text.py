@@ -13,11 +13,11 @@ from pathlib import Path
 
 from textual.widgets import TabbedContent
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.sampler import LiveSource
+from sparktop.core.safe_text import has_raw_controls
+from sparktop.core.snapshot import Snapshot, process_key
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot, process_key
-from sparktop.text import has_raw_controls
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.live import LiveSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
@@ -199,7 +199,7 @@ async def test_toasts_asked_for_as_markup_show_their_words_and_never_parse_outsi
 
 async def test_the_cluster_view_keeps_its_toasts_plain_too() -> None:
     """The cluster view shows names other machines report: its toasts go through the same rule."""
-    from sparktop.cluster.model import NodeView
+    from sparktop.cluster.node import NodeView
     from sparktop.ui.cluster import ClusterApp
 
     class OneNode:

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from textual.widgets import TabbedContent
 
-from sparktop.collect.demo import DemoSource
 from sparktop.commands import plan as plan_cli
 from sparktop.commands.dashboard import summarize
+from sparktop.core.safe_text import has_raw_controls, json_visible, visible
+from sparktop.core.snapshot import Snapshot
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot
-from sparktop.text import has_raw_controls, json_visible, visible
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable

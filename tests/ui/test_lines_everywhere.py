@@ -17,16 +17,16 @@ from textual.widgets import Static
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.exporters import ExporterNodes, ExporterSource
-from sparktop.collect.sampler import LiveSource
 from sparktop.commands.common import lines_of
 from sparktop.commands.plan import EXIT_CODES
 from sparktop.commands.plan import main as plan_main
+from sparktop.core.format import fmt_gb
+from sparktop.core.snapshot import GB, Snapshot
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.format import fmt_gb
-from sparktop.session import Session
+from sparktop.session.session import Session
 from sparktop.settings.config import Config, config_from_mapping
-from sparktop.snapshot import GB, Snapshot
+from sparktop.sources.live import LiveSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.fixtures.exporters import get

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sparktop.collect.demo import DEMO_SCENARIOS, DemoSource
-from sparktop.session import Session
-from sparktop.snapshot import GB, GIB
+from sparktop.core.snapshot import GB, GIB
+from sparktop.session.session import Session
+from sparktop.sources.demo import DEMO_SCENARIOS, DemoSource
 from sparktop.ui.themes import load_themes
 from sparktop.ui.widgets.budget_bar import BudgetBar, Segment
 

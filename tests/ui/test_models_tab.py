@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparktop.collect.demo import DemoSource
-from sparktop.snapshot import ServedModel, ServiceReport
+from sparktop.core.snapshot import ServedModel, ServiceReport
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
@@ -69,8 +69,8 @@ class _LiveLooking(DemoSource):
 
 
 async def test_whatif_plans_with_the_measured_peak_and_m_switches_back():
-    from sparktop.footprints import shared_store
-    from sparktop.snapshot import GB
+    from sparktop.core.snapshot import GB
+    from sparktop.footprints.store import shared_store
     from sparktop.ui.whatif import WhatIfPane
 
     store = shared_store()  # this test's own XDG_STATE_HOME (tests/conftest.py)

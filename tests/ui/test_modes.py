@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import Footer
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.replay import ReplaySource
 from sparktop.settings.config import Config, load_config
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.replay import ReplaySource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
-from sparktop.ui.stop import READ_ONLY
+from sparktop.ui.stop_keys import READ_ONLY
 from tests.fixtures.recordings import demo_snapshots, write_recording
 from tests.ui.demo_app import footer_keys, make_app, status_text
 

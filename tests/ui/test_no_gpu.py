@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.recording import Recorder
 from sparktop.commands.main import main
 from sparktop.settings.config import Config
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.recording import Recorder
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from sparktop.collect.replay import ReplaySource
+from sparktop.core.snapshot import Snapshot
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot
+from sparktop.sources.replay import ReplaySource
 from sparktop.ui.app import SparktopApp
 from tests.fixtures.recordings import T0, demo_snapshots, played_from_the_start, write_recording
 from tests.ui.demo_app import footer_keys, make_app, status_text

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktop.collect.replay import ReplaySource
 from sparktop.settings.config import Config
+from sparktop.sources.replay import ReplaySource
 from sparktop.ui.app import SparktopApp
 from tests.fixtures.recordings import demo_snapshots, write_recording
 from tests.ui.demo_app import status_text

@@ -65,7 +65,7 @@ async def test_an_app_that_has_exited_leaves_no_rendered_lines_behind() -> None:
 async def test_cluster_view_lets_go_of_closed_node_screens() -> None:
     """The cluster view runs for hours too: each node detail opened and closed leaves its lines behind
     until the next fetch lets go of them."""
-    from sparktop.cluster.model import NodeView
+    from sparktop.cluster.node import NodeView
     from sparktop.ui.cluster import ClusterApp, NodeDetailScreen
 
     class TwoNodes:

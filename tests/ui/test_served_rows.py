@@ -9,8 +9,8 @@ import re
 from textual.geometry import Region
 
 from sparktop.analysis.served import ModelPart, model_key
-from sparktop.collect.demo import DemoSource
-from sparktop.snapshot import GpuProcess, ProcessInfo, ServedModel, ServiceReport, process_key
+from sparktop.core.snapshot import GpuProcess, ProcessInfo, ServedModel, ServiceReport, process_key
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.budget_bar import BudgetBar

@@ -4,10 +4,10 @@ throttle goes to the messages (M)."""
 
 from __future__ import annotations
 
-from sparktop.collect.demo import DemoSource
-from sparktop.gpu_clocks import LASTING_S
+from sparktop.analysis.throttle import LASTING_S
+from sparktop.core.snapshot import Snapshot
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.gpu_panel import GpuPanel

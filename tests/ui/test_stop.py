@@ -21,19 +21,19 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from sparktop.action_log import ActionLog
-from sparktop.actions import StopBook
 from sparktop.collect.control import REPLAY_REASON, ContainerController, ControlError, no_controller_reason
-from sparktop.collect.demo import DemoController, DemoSource
 from sparktop.collect.docker import DockerController
-from sparktop.collect.recording import Recorder
-from sparktop.collect.replay import ReplaySource
-from sparktop.collect.sampler import LiveSource
-from sparktop.format import fmt_bytes
-from sparktop.session import Session
-from sparktop.snapshot import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.core.format import fmt_bytes
+from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoController, DemoSource
+from sparktop.sources.live import LiveSource
+from sparktop.sources.recording import Recorder
+from sparktop.sources.replay import ReplaySource
+from sparktop.stopping.stop_book import StopBook
+from sparktop.stopping.stop_log import ActionLog
 from sparktop.ui.screens.confirm import ConfirmScreen
-from sparktop.ui.stop import READ_ONLY, StopActions
+from sparktop.ui.stop_keys import READ_ONLY, StopActions
 from tests.fixtures.recordings import demo_snapshots, write_recording
 from tests.fixtures.sources import NoDocker, NoGpu
 
@@ -243,7 +243,7 @@ async def test_confirmed_stop_is_reported_with_the_freed_memory(tmp_path: Path) 
 
 
 async def test_mark_rows_shows_stopping_in_the_status_column(tmp_path: Path) -> None:
-    from sparktop.rows import container_rows
+    from sparktop.session.rows import container_rows
 
     app = demo_host(tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from sparktop.collect.sampler import LiveSource
-from sparktop.collect.source import SnapshotSource
-from sparktop.format import fmt_cell, fmt_rate_cell
+from sparktop.core.format import fmt_cell, fmt_rate_cell
+from sparktop.core.snapshot import GIB, DockerStatus, process_key
 from sparktop.settings.config import Config
-from sparktop.snapshot import GIB, DockerStatus, process_key
+from sparktop.sources.live import LiveSource
+from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.status_line import StatusLine
@@ -100,8 +100,8 @@ async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
 
 
 def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
-    from sparktop.collect.demo import DemoSource
-    from sparktop.rows import process_rows
+    from sparktop.session.rows import process_rows
+    from sparktop.sources.demo import DemoSource
 
     snapshot = DemoSource().sample()
     proc = next(p for p in snapshot.processes if not p.container_id and p.rss > 100 * MIB)
@@ -205,7 +205,7 @@ class NoContainers(SnapshotSource):
     """The demo machine with no container in its snapshots, and Docker in the state given."""
 
     def __init__(self, docker: DockerStatus) -> None:
-        from sparktop.collect.demo import DemoSource
+        from sparktop.sources.demo import DemoSource
 
         self.demo, self.docker = DemoSource(seed=0), docker
         self.name = "demo"

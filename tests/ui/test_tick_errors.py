@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from sparktop import session as session_module
 from sparktop.analysis import accounting
-from sparktop.collect.demo import DemoSource
 from sparktop.collect.docker import GROUP_HINT
-from sparktop.collect.source import SnapshotSource
+from sparktop.core.snapshot import Snapshot
+from sparktop.session import session as session_module
 from sparktop.settings.config import Config
-from sparktop.snapshot import Snapshot
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.status_line import StatusLine

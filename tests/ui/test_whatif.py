@@ -11,8 +11,8 @@ from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, OptionList, Select, Static, Switch, TabbedContent
 
-from sparktop.analysis.verdict import FITS, TIGHT
 from sparktop.plan import Plan, dumps_plan
+from sparktop.plan.verdict import FITS, TIGHT
 from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
@@ -347,7 +347,7 @@ def small_machine(used_gb: float = 3.0, total_gb: float = 25.3):
     """A 25 GB machine with a GPU, as a live sample."""
     import time
 
-    from sparktop.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+    from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
 
     total = int(total_gb * 1e9)
     gpu = GpuReport(
@@ -394,7 +394,7 @@ async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> Non
 async def test_the_tab_plans_gpu_memory_against_a_discrete_gpu() -> None:
     import time
 
-    from sparktop.snapshot import GpuProcess, GpuReport, GpuState, HostMemory, Snapshot
+    from sparktop.core.snapshot import GpuProcess, GpuReport, GpuState, HostMemory, Snapshot
 
     gpu = GpuState(
         index=0,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sparktop.analysis.row_trends import RowTrends
-from sparktop.format import fmt_bytes, fmt_duration, fmt_rate, sparkline
-from sparktop.snapshot import GB, GIB, Accounting, Consumer
+from sparktop.core.format import fmt_bytes, fmt_duration, fmt_rate, sparkline
+from sparktop.core.snapshot import GB, GIB, Accounting, Consumer
 from sparktop.ui.themes import load_themes
 from sparktop.ui.widgets.budget_bar import (
     BarState,

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparktop.analysis.accounting import account
-from sparktop.snapshot import (
+from sparktop.core.snapshot import (
     GIB,
     CgroupMemory,
     ContainerInfo,

@@ -1,6 +1,6 @@
-"""The stop / kill / signal bookkeeping (sparktop.actions.StopBook) driven without Textual: hand-made
-snapshots and a recording controller for exact figures, the demo's simulated engine for the whole flow, and
-real child processes for signals."""
+"""The stop / kill / signal bookkeeping (sparktop.stopping.stop_book.StopBook) driven without Textual:
+hand-made snapshots and a recording controller for exact figures, the demo's simulated engine for the whole
+flow, and real child processes for signals."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.action_log import ActionLog
-from sparktop.actions import GONE_WAIT_SNAPSHOTS, READ_ONLY, Report, StopBook
 from sparktop.collect.control import ControlError, StopTimeout
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.signals import read_stat
-from sparktop.collect.source import SnapshotSource
-from sparktop.format import fmt_bytes
-from sparktop.session import Session
-from sparktop.snapshot import CgroupMemory, ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.collect.process_signals import read_stat
+from sparktop.core.format import fmt_bytes
+from sparktop.core.snapshot import CgroupMemory, ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.snapshot_source import SnapshotSource
+from sparktop.stopping.stop_book import GONE_WAIT_SNAPSHOTS, READ_ONLY, Report, StopBook
+from sparktop.stopping.stop_log import ActionLog
 
 GIB = 1024**3
 WHISPER = ContainerInfo(

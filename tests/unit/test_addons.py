@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from sparktop.collect.registry import AddOn, AddOns
-from sparktop.collect.sampler import LiveSource
 from sparktop.collect.servers.collector import ServersCollector
-from sparktop.snapshot import GpuReport, HostMemory, ServiceReport, Snapshot
+from sparktop.core.snapshot import GpuReport, HostMemory, ServiceReport, Snapshot
+from sparktop.sources.live import LiveSource
 from tests.fixtures.sources import NoDocker
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "servers"
@@ -93,9 +93,9 @@ def _configured_ollama(httpserver, tmp_path: Path) -> tuple[str, Path]:
 def test_a_server_from_the_config_file_is_probed_by_the_live_source(httpserver, tmp_path):
     """`[[servers]]` in config.toml → the settings and the source the dashboard opens (as `sparktop
     --config FILE` does) → the registry's servers collector → the server's models in Snapshot.services."""
-    from sparktop.collect.factory import open_source
     from sparktop.commands.common import settings_from
     from sparktop.commands.main import build_parser
+    from sparktop.sources.factory import open_source
 
     url, path = _configured_ollama(httpserver, tmp_path)
     argv = ["--config", str(path)]
@@ -158,8 +158,8 @@ def test_once_waits_for_a_model_server_to_answer_and_prints_its_models(httpserve
 
 def test_once_samples_again_only_when_a_background_collector_has_something(capsys):
     """The second sample costs a whole live reading: taken only when settle() says a server answered."""
-    from sparktop.collect.demo import DemoSource
     from sparktop.commands.dashboard import _print_once
+    from sparktop.sources.demo import DemoSource
 
     class Counting(DemoSource):
         def __init__(self, found: bool) -> None:
@@ -182,8 +182,8 @@ def test_once_samples_again_only_when_a_background_collector_has_something(capsy
 
 
 def _recorded_models(path: Path, url: str) -> list[list[str]]:
-    from sparktop.collect.replay import ReplaySource
-    from sparktop.collect.source import SourceExhausted
+    from sparktop.sources.replay import ReplaySource
+    from sparktop.sources.snapshot_source import SourceExhausted
 
     source = ReplaySource(path)
     seen: list[list[str]] = []

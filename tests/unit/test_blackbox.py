@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.blackbox import BlackBox, latest_segment, segments
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.replay import ReplayEnded, ReplaySource
+from sparktop.guard.blackbox import BlackBox, latest_segment, segments
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.replay import ReplayEnded, ReplaySource
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,8 +77,8 @@ def test_kill_9_mid_write_loses_at_most_the_unsynced_line(tmp_path: Path) -> Non
     script = textwrap.dedent(
         f"""
         import sys
-        from sparktop.blackbox import BlackBox
-        from sparktop.collect.demo import DemoSource
+        from sparktop.guard.blackbox import BlackBox
+        from sparktop.sources.demo import DemoSource
         demo, box = DemoSource(seed=6), BlackBox({str(tmp_path)!r}, fsync_every_s=0.5)
         n = 0
         while True:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.catalog import load_catalog, user_catalog_path
-from sparktop.catalog.entries import parse_gb_range
-from sparktop.catalog.loader import DATA_DIR
+from sparktop.plan.catalog import load_catalog, user_catalog_path
+from sparktop.plan.catalog.entries import parse_gb_range
+from sparktop.plan.catalog.loader import DATA_DIR
 from sparktop.settings import files
 
 REFERENCE_ROWS = {

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktop.collect.cgroups import CgroupFS, CgroupMatch, container_from_cgroup, match_cgroup
-from sparktop.snapshot import CgroupMemory
+from sparktop.core.snapshot import CgroupMemory
 from tests.fixtures.trees import (
     GIB,
     MIB,

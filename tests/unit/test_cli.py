@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.commands.main import main
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
 
 
 def test_once_json_is_a_snapshot(capsys: pytest.CaptureFixture[str]) -> None:

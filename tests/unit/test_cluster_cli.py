@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparktop.cluster.model import MAX_NODES
-from sparktop.collect.demo import DemoSource
+from sparktop.cluster.node import MAX_NODES
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import AnswerServer, answering, exporter_answer, free_port
 
 

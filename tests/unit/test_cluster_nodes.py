@@ -15,11 +15,11 @@ from rich.text import Text
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.exporters import ExporterNodes, ExporterSource, NodeProblem
-from sparktop.cluster.model import MAX_NODES
-from sparktop.collect.demo import DemoSource
+from sparktop.cluster.node import MAX_NODES
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from sparktop.ui.cluster import card_text
 from sparktop.ui.themes import load_themes
 from tests.fixtures.exporters import (

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from sparktop.collect import registry
-from sparktop.collect.base import Collector, Poller
-from sparktop.collect.demo import DemoSource
+from sparktop.collect.add_on import Collector, Poller
 from sparktop.collect.registry import AddOn, AddOns, Guarded
-from sparktop.collect.sampler import LiveSource
-from sparktop.snapshot import DockerStatus, GpuReport, HostMemory, ServiceReport, Snapshot
+from sparktop.core.snapshot import DockerStatus, GpuReport, HostMemory, ServiceReport, Snapshot
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.live import LiveSource
 from tests.fixtures.sources import NoDocker, NoGpu
 from tests.fixtures.trees import CgroupTree, ProcTree, cid, v2_cgroup
 

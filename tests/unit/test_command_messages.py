@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sparktop.commands.main import main
-from sparktop.text import has_raw_controls
+from sparktop.core.safe_text import has_raw_controls
 
 TITLE_ESCAPE = "\x1b]2;PWNED\x07"
 

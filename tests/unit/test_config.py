@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.commands.main import main
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
+from sparktop.core.snapshot import GB
 from sparktop.settings.config import (
     DEFAULT_CONTAINER_COLUMNS,
     DEFAULT_PROCESS_COLUMNS,
@@ -17,7 +18,6 @@ from sparktop.settings.config import (
     load_config,
 )
 from sparktop.settings.files import SettingsError
-from sparktop.snapshot import GB
 
 
 def write(tmp_path: Path, text: str) -> Path:

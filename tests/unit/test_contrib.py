@@ -11,10 +11,10 @@ from pathlib import Path
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.collect.demo import DemoSource
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import require
 
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from sparktop.session import Session
-from sparktop.snapshot import GIB, MIB, GpuReport, HostMemory, ProcessInfo, Snapshot, process_key
+from sparktop.core.snapshot import GIB, MIB, GpuReport, HostMemory, ProcessInfo, Snapshot, process_key
+from sparktop.session.session import Session
 
 TOTAL = int(23.5 * GIB)  # the 24 GB machine of the report
 BASE = 6 * GIB  # kernel, page tables, other things: unattributed
@@ -169,7 +169,7 @@ def test_a_noisy_steady_creep_does_not_blink() -> None:
     """The demo's training run climbs 1.2 GiB/min with ±50 MiB a tick: its alert went off and on every few
     ticks (the strict still-rising test failed after each high reading), and the dashboard laid itself out
     on every blink. Once on show it stays while the climb goes on."""
-    from sparktop.collect.demo import DemoSource
+    from sparktop.sources.demo import DemoSource
 
     source = DemoSource("default", seed=0)
     session = Session()

@@ -7,10 +7,10 @@ import itertools
 import pytest
 
 from sparktop.collect.control import ControlError, StopTimeout
-from sparktop.collect.demo import DEMO_SCENARIOS, DemoSource
-from sparktop.collect.source import SnapshotSource
-from sparktop.session import Session
-from sparktop.snapshot import GB, GIB, Snapshot
+from sparktop.core.snapshot import GB, GIB, Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.demo import DEMO_SCENARIOS, DemoSource
+from sparktop.sources.snapshot_source import SnapshotSource
 
 
 def run(source: DemoSource, n: int) -> list[Snapshot]:
@@ -259,7 +259,7 @@ def test_the_help_lists_every_scenario():
 
 def test_the_processes_sm_shares_add_up_to_the_devices_use_at_most() -> None:
     # The contention demo showed vLLM at 61 % and the training run at 98 % beside a 100 % device.
-    from sparktop.collect.demo import DemoSource
+    from sparktop.sources.demo import DemoSource
 
     for scenario in ("contention", "default", "everything", "discrete"):
         source = DemoSource(scenario, seed=0)

@@ -8,7 +8,9 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from sparktop.catalog.discovery import (
+from sparktop.plan import Plan, evaluate
+from sparktop.plan.catalog.loader import load_catalog
+from sparktop.plan.catalog.local_models import (
     GGUFError,
     default_gguf_dirs,
     default_hf_cache,
@@ -22,8 +24,6 @@ from sparktop.catalog.discovery import (
     read_gguf_header,
     read_safetensors_header,
 )
-from sparktop.catalog.loader import load_catalog
-from sparktop.plan import Plan, evaluate
 from tests.unit.model_files import (
     tiny_hf_config,
     tiny_hf_tensors,

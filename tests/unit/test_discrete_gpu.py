@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from sparktop.collect.nvml import NvmlCollector
-from sparktop.collect.sampler import LiveSource
-from sparktop.collect.source import SnapshotSource
 from sparktop.commands.dashboard import summarize
-from sparktop.session import Session
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.live import LiveSource
+from sparktop.sources.snapshot_source import SnapshotSource
 from tests.fixtures.machine import META, B, build_machine
 from tests.fixtures.sources import FakeDocker
 from tests.unit.fake_nvml import GIB, MIB, FakeNvml, gb10, h100, install_nvml
@@ -118,7 +118,7 @@ def test_no_gpu_is_said_too(tmp_path: Path, nvml) -> None:
 
 
 def test_the_demos_discrete_box_looks_like_an_h100() -> None:
-    from sparktop.collect.demo import DemoSource
+    from sparktop.sources.demo import DemoSource
 
     source, session = DemoSource("discrete"), Session()
     for _ in range(10):

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from sparktop.analysis.estimate import (
+from sparktop.plan.estimate import (
     GB,
     Architecture,
     Range,

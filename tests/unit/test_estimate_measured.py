@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from sparktop.analysis.estimate import GB
-from sparktop.catalog import load_catalog
 from sparktop.plan import Plan, evaluate
+from sparktop.plan.catalog import load_catalog
+from sparktop.plan.estimate import GB
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -16,15 +16,15 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.source import SnapshotSource
 from sparktop.commands.main import main
 from sparktop.commands.serve import DCGM_CHOICES
+from sparktop.core.snapshot import GB, Snapshot
 from sparktop.exporter.dcgm import DCGM_MODES
 from sparktop.exporter.metrics import ExportOptions
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB, Snapshot
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.snapshot_source import SnapshotSource
 from tests.fixtures.exporters import get, require, start_exporter
 
 MIB = 1024**2

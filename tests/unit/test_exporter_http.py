@@ -16,10 +16,10 @@ import pytest
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.exporters import ExporterNodes, ExporterSource
-from sparktop.collect.demo import DemoSource
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import Exporter, get, start_exporter
 
 BURST = 1000

@@ -18,11 +18,11 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sparktop.collect.nvml import NvmlCollector
-from sparktop.collect.sampler import LiveSource
+from sparktop.core.snapshot import GB
 from sparktop.exporter.metrics import ExportOptions
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.snapshot import GB
+from sparktop.sources.live import LiveSource
 from tests.fixtures.sources import NoDocker
 from tests.fixtures.trees import MIB, CgroupTree, ProcTree, meminfo_text
 from tests.unit.fake_nvml import FakeNvml, gb10, install_nvml

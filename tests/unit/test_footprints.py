@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from sparktop.footprints import FootprintCollector, FootprintStore, observe
-from sparktop.snapshot import (
+from sparktop.core.snapshot import (
     Accounting,
     CgroupMemory,
     Consumer,
@@ -24,6 +23,7 @@ from sparktop.snapshot import (
     ServiceReport,
     Snapshot,
 )
+from sparktop.footprints.store import FootprintCollector, FootprintStore, observe
 from tests.fixtures.recordings import write_first_footprints_file
 
 GIB = 1024**3
@@ -70,7 +70,7 @@ def test_bounded_size_drops_the_longest_unseen(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from sparktop.footprints import FootprintStore
+from sparktop.footprints.store import FootprintStore
 path, offset = Path(sys.argv[1]), int(sys.argv[2])
 store = FootprintStore(path, flush_s=0)
 for i in range(200):

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.sampler import LiveSource
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
-from sparktop.footprints import FootprintCollector, FootprintStore
-from sparktop.runner import SessionRunner
-from sparktop.session import Session
+from sparktop.footprints.store import FootprintCollector, FootprintStore
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
+from sparktop.sources.live import LiveSource
 from tests.fixtures.exporters import free_port
 from tests.fixtures.sources import NoGpu
 from tests.fixtures.trees import CgroupTree, ProcTree

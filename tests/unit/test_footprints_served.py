@@ -15,10 +15,18 @@ import pytest
 from sparktop.collect.registry import AddOns
 from sparktop.collect.servers.collector import ServersCollector
 from sparktop.commands.plan import main
-from sparktop.footprints import FootprintCollector, FootprintStore, shared_store
+from sparktop.core.snapshot import (
+    GB,
+    GpuReport,
+    HostMemory,
+    ProcessInfo,
+    ServedModel,
+    ServiceReport,
+    Snapshot,
+)
+from sparktop.footprints.store import FootprintCollector, FootprintStore, shared_store
 from sparktop.plan import Baseline, Plan, evaluate
 from sparktop.plan.measured import LiveFacts
-from sparktop.snapshot import GB, GpuReport, HostMemory, ProcessInfo, ServedModel, ServiceReport, Snapshot
 
 GIB = 1024**3
 LIE = {"models": [{"name": "llama3.1:70b-instruct-fp16", "size": 1e9, "size_vram": 1e9}]}
@@ -133,7 +141,7 @@ def test_a_peak_below_the_estimates_low_side_is_used_only_with_the_weights_resid
 def test_a_model_a_server_only_claims_to_run_is_not_taken_as_already_running():
     """With a live baseline, a running model is counted only for what it may still add: a claim nothing on
     the machine holds must not be subtracted from the plan (it is not in the baseline either)."""
-    from sparktop.catalog import load_catalog
+    from sparktop.plan.catalog import load_catalog
 
     snap = snapshot([])
     snap.services = [

@@ -9,7 +9,7 @@ import pytest
 
 from sparktop.analysis.forecast import forecast
 from sparktop.analysis.history import History
-from sparktop.snapshot import (
+from sparktop.core.snapshot import (
     GB,
     Accounting,
     Consumer,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparktop.format import fmt_gb
+from sparktop.core.format import fmt_gb
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_one_dash_for_no_value_everywhere() -> None:
     import ast
     from pathlib import Path
 
-    from sparktop.format import NO_VALUE
+    from sparktop.core.format import NO_VALUE
 
     assert NO_VALUE == "—"
     root = Path(__file__).parents[2] / "sparktop"

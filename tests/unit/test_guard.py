@@ -20,19 +20,19 @@ from typing import ClassVar
 
 import pytest
 
-from sparktop.action_log import ActionLog
-from sparktop.blackbox import latest_segment
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.replay import ReplayEnded, ReplaySource
-from sparktop.collect.signals import read_stat
+from sparktop.collect.process_signals import read_stat
+from sparktop.core.snapshot import GB
 from sparktop.guard.alerts import Alerts
+from sparktop.guard.blackbox import latest_segment
 from sparktop.guard.policy import find_target
 from sparktop.guard.service import Guard
-from sparktop.runner import SessionRunner
-from sparktop.session import Session
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
 from sparktop.settings.config import load_config
 from sparktop.settings.guard import GuardSettings, StopRule
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.replay import ReplayEnded, ReplaySource
+from sparktop.stopping.stop_log import ActionLog
 from tests.fixtures.execing import wrapper_that_execs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,7 +149,7 @@ def test_nothing_unlisted_is_ever_stopped() -> None:
 
 
 def test_a_listed_host_process_gets_sigterm_with_its_exact_start_time(tmp_path: Path) -> None:
-    from sparktop.collect.sampler import LiveSource
+    from sparktop.sources.live import LiveSource
     from tests.fixtures.sources import NoGpu
 
     hog = subprocess.Popen(["sleep", "3600"])
@@ -176,7 +176,7 @@ def test_a_listed_host_process_gets_sigterm_with_its_exact_start_time(tmp_path: 
 def test_a_process_rule_matches_what_the_process_runs_now(tmp_path: Path) -> None:
     """`sh wrapper.sh` that execs a program: a rule for the program matches from the tick after the exec, and
     the guard names the process by what it runs now; a rule for the script matches no longer."""
-    from sparktop.collect.sampler import LiveSource
+    from sparktop.sources.live import LiveSource
     from tests.fixtures.sources import NoGpu
 
     marker = f"hog-{os.getpid()}-{time.monotonic_ns()}"

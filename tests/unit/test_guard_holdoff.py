@@ -10,11 +10,11 @@ import io
 import json
 from pathlib import Path
 
+from sparktop.core.snapshot import GIB, ContainerInfo, GpuReport, HostMemory, Pressure, PressureLine, Snapshot
 from sparktop.guard.alerts import Alerts
 from sparktop.guard.service import RELEASE_GRACE_S, Guard
-from sparktop.session import Session
+from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
-from sparktop.snapshot import GIB, ContainerInfo, GpuReport, HostMemory, Pressure, PressureLine, Snapshot
 
 TOTAL = 24 * GIB
 

@@ -9,12 +9,21 @@ from __future__ import annotations
 import io
 import random
 
-from sparktop.collect.source import SnapshotSource
+from sparktop.core.snapshot import (
+    GIB,
+    MIB,
+    GpuReport,
+    HostMemory,
+    Pressure,
+    PressureLine,
+    ProcessInfo,
+    Snapshot,
+)
 from sparktop.guard.alerts import Alerts
 from sparktop.guard.service import Guard
-from sparktop.session import Session
+from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
-from sparktop.snapshot import GIB, MIB, GpuReport, HostMemory, Pressure, PressureLine, ProcessInfo, Snapshot
+from sparktop.sources.snapshot_source import SnapshotSource
 
 TOTAL = int(23.5 * GIB)
 BASE = 2 * GIB

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparktop.analysis.headroom import DROP_CACHES, engine_headroom, vllm_startup_check
 from sparktop.collect.procfs import read_meminfo
-from sparktop.snapshot import HostMemory
+from sparktop.core.snapshot import HostMemory
 
 GIB = 1024**3
 KIB = 1024

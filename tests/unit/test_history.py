@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from sparktop.analysis.history import History
-from sparktop.snapshot import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
 
 TOTAL = 128 * GB
 

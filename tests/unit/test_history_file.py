@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from sparktop.analysis.history import History
-from sparktop.collect.demo import DemoSource
-from sparktop.history_file import write_history
-from sparktop.session import Session
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.history_export import write_history
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoSource
 
 
 def test_history_is_written_point_by_point_and_never_overwrites(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparktop.http_client import HttpError, proxy_for, request
+from sparktop.core.http_client import HttpError, proxy_for, request
 from tests.fixtures.http_servers import (
     Canned,
     DripServer,

@@ -19,65 +19,74 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sparktop"
 
-# For each layer (a module path prefix), the sparktop layers it must never import.
+# One rule per package: the sparktop packages it may import (besides its own). Floors, from the ground up:
+# core → settings → collect → sources; analysis (on core alone) → footprints → session, plan, stopping →
+# guard, exporter, cluster, web → ui → commands. README's Development section says the same in prose.
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    # The snapshot models, formatting, safe text, private files, the one HTTP client: the ground floor.
+    "core": (),
+    "settings": ("core",),
+    # The readers of the machine: no analysis, no source, nothing that keeps state above a tick.
+    "collect": ("core", "settings"),
+    # Where snapshots come from (live, demo, replay, recording): built on the readers.
+    "sources": ("core", "settings", "collect"),
+    # Pure functions over snapshots and plans: they read the snapshot's models and nothing else.
+    "analysis": ("core",),
+    # What this machine measured (peaks, slowdowns), kept in SQLite.
+    "footprints": ("core", "settings", "analysis"),
+    "session": ("core", "settings", "collect", "sources", "analysis", "footprints"),
+    "plan": ("core", "settings", "analysis", "footprints"),
+    "stopping": ("core", "settings", "collect", "sources", "analysis"),
+    "guard": ("core", "settings", "collect", "sources", "analysis", "footprints", "session", "stopping"),
+    "exporter": ("core", "settings", "collect", "sources", "analysis", "footprints", "session"),
+    "cluster": ("core", "settings", "collect", "sources", "analysis", "exporter"),
+    "web": ("core", "settings", "exporter"),
+    "ui": (
+        "core", "settings", "collect", "sources", "analysis", "footprints", "session", "plan", "stopping",
+        "exporter", "cluster",
+    ),
+    "commands": (
+        "core", "settings", "collect", "sources", "analysis", "footprints", "session", "plan", "stopping",
+        "guard", "exporter", "cluster", "web", "ui",
+    ),
+}  # fmt: skip
+# Finer rules inside a package: a module path prefix and the sparktop modules it must never import.
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "sparktop.snapshot": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
-    "sparktop.text": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
-    "sparktop.format": ("sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui"),
-    "sparktop.settings": (
-        "sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui", "sparktop.rows",
-    ),
     # The tables' column specs: the config validates column names against them, so they know nothing above.
-    "sparktop.columns": (
-        "sparktop.snapshot", "sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.settings",
-        "sparktop.rows", "sparktop.ui",
-    ),
+    "sparktop.core.columns": ("sparktop.core.snapshot",),
+    # Leaves: the snapshot names its GPU's reasons with clock_reasons; every layer quotes text with safe_text.
+    "sparktop.core.clock_reasons": ("sparktop",),
+    "sparktop.core.safe_text": ("sparktop",),
+    # The demo's scenarios are data that sources/demo/simulation.py plays: they import no reader.
+    "sparktop.sources.demo.scenarios": ("sparktop.collect", "sparktop.sources.demo.simulation"),
     # The tables' rows, from a snapshot and its analysis: a view model that any view may draw, above nothing
     # that keeps state (the session feeds it its rates) and below every view and command.
-    "sparktop.rows": (
-        "sparktop.session", "sparktop.runner", "sparktop.ui", "sparktop.plan", "sparktop.guard",
-        "sparktop.exporter", "sparktop.cluster", "sparktop.actions", "sparktop.commands",
+    "sparktop.session.rows": (
+        "sparktop.session.session", "sparktop.session.runner", "sparktop.session.playback",
     ),
-    # Every outgoing HTTP request (servers, cluster, webhook) goes through it: it knows nothing above it.
-    "sparktop.http_client": (
-        "sparktop.snapshot", "sparktop.collect", "sparktop.analysis", "sparktop.session", "sparktop.ui",
-        "sparktop.cluster", "sparktop.guard", "sparktop.exporter",
-    ),
-    "sparktop.collect": (
-        "sparktop.analysis", "sparktop.rows", "sparktop.session", "sparktop.runner", "sparktop.ui",
-        "sparktop.plan", "sparktop.guard", "sparktop.exporter", "sparktop.cluster", "sparktop.commands",
-    ),
-    # The demo's scenarios are data that collect/demo/source.py plays: they import no collector.
-    "sparktop.collect.demo.scenarios": ("sparktop.collect",),
-    "sparktop.analysis": (
-        "sparktop.rows", "sparktop.session", "sparktop.runner", "sparktop.ui", "sparktop.guard",
-        "sparktop.exporter", "sparktop.cluster", "sparktop.commands", "sparktop.plan",
-    ),
-    "sparktop.session": ("sparktop.ui", "sparktop.guard", "sparktop.exporter", "sparktop.commands"),
-    "sparktop.runner": ("sparktop.ui", "sparktop.guard", "sparktop.exporter", "sparktop.commands"),
-    "sparktop.playback": ("sparktop.ui", "sparktop.guard", "sparktop.exporter", "sparktop.commands"),
-    "sparktop.plan": ("sparktop.ui", "sparktop.session", "sparktop.commands"),
     # What this machine knows is looked up before the evaluation and passed in: the look-ups never call back.
     "sparktop.plan.measured": ("sparktop.plan.evaluate",),
-    "sparktop.catalog": ("sparktop.ui", "sparktop.session", "sparktop.commands"),
-    "sparktop.guard": ("sparktop.ui", "sparktop.commands"),
-    "sparktop.exporter": ("sparktop.ui", "sparktop.commands"),
-    "sparktop.cluster": ("sparktop.ui", "sparktop.commands"),
-    "sparktop.footprints": ("sparktop.ui", "sparktop.session", "sparktop.commands", "sparktop.plan"),
-    "sparktop.blackbox": ("sparktop.ui", "sparktop.session", "sparktop.commands"),
-    # The stop / kill bookkeeping: collect, model, analysis (a served model's row), action_log, format, text;
-    # the dialogs are ui/stop.py's.
-    "sparktop.actions": (
-        "sparktop.ui", "sparktop.session", "sparktop.runner", "sparktop.plan",
-        "sparktop.guard", "sparktop.exporter", "sparktop.cluster", "sparktop.commands",
+    # The catalog is what the planner knows, below the planner's API; the estimator is below the catalog.
+    "sparktop.plan.catalog": (
+        "sparktop.plan.evaluate", "sparktop.plan.io", "sparktop.plan.items", "sparktop.plan.measured",
+        "sparktop.plan.live_gpu", "sparktop.plan.verdict",
     ),
+    "sparktop.plan.estimate": ("sparktop.plan.catalog", "sparktop.plan.evaluate", "sparktop.plan.verdict"),
     # Inside ui/: the app sits on its screens and widgets, which never import it (the dashboard screen reads
     # its app through screens/dashboard.DashboardHost); a widget never imports a screen.
-    "sparktop.ui.screens": ("sparktop.ui.app", "sparktop.commands"),
-    "sparktop.ui.widgets": ("sparktop.ui.app", "sparktop.ui.screens", "sparktop.commands"),
+    "sparktop.ui.screens": ("sparktop.ui.app",),
+    "sparktop.ui.widgets": ("sparktop.ui.app", "sparktop.ui.screens"),
 }  # fmt: skip
+# One subject on several floors keeps one name: commands/X.py runs the command X, settings/X.py validates its
+# table of the config, ui/screens/dashboard.py draws the dashboard the command starts.
+SAME_JOB = ("dashboard", "guard", "plan")
 # Modules that were split out of ui/ so they can be used without Textual: each is imported alone as well.
-ALONE = ("sparktop.actions", "sparktop.columns", "sparktop.rows", "sparktop.session")
+ALONE = (
+    "sparktop.stopping.stop_book",
+    "sparktop.core.columns",
+    "sparktop.session.rows",
+    "sparktop.session.session",
+)
 # The entry points that start a Textual app (imported lazily, inside the function that runs it).
 MAY_IMPORT_UI = (
     "sparktop.ui",
@@ -113,12 +122,44 @@ def within(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def package_of(name: str) -> str | None:
+    """`core` for sparktop.core.snapshot; None for the package face (sparktop, sparktop.__main__)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in MAY_IMPORT) else None
+
+
+def test_the_root_holds_folders_and_its_package_face_only() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert not loose, f"modules loose in sparktop/: {loose} (each belongs in a folder)"
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert folders == sorted(MAY_IMPORT), (
+        f"packages without a rule here, or rules without a package: {folders}"
+    )
+
+
+def test_no_module_name_does_two_jobs() -> None:
+    """A module's name says its job: no two modules share a file name (a package's __init__ aside), and
+    "model" is kept for ML models."""
+    seen: dict[str, list[str]] = {}
+    for name, path in modules():
+        if path.name != "__init__.py":
+            seen.setdefault(path.stem, []).append(name)
+    twice = {stem: names for stem, names in seen.items() if len(names) > 1 and stem not in SAME_JOB}
+    assert not twice, f"module names used twice: {twice}"
+    assert not [n for n, p in modules() if p.stem in ("model", "models")], "a module named model outside ML"
+
+
 @pytest.mark.parametrize("name,path", modules(), ids=[m for m, _ in modules()])
 def test_no_module_imports_a_higher_layer(name: str, path: Path) -> None:
     found = imported(path)
+    package = package_of(name)
+    if package is not None:
+        allowed = {package, *MAY_IMPORT[package]}
+        bad = sorted(i for i in found if within(i, "sparktop") and package_of(i) not in allowed | {None})
+        assert not bad, f"{name} ({package}/ may import {sorted(MAY_IMPORT[package])}) imports {bad}"
     for layer, forbidden in FORBIDDEN.items():
         if within(name, layer):
-            bad = sorted(i for i in found for f in forbidden if within(i, f))
+            bad = sorted(i for i in found for f in forbidden if within(i, f) and not within(i, layer))
             assert not bad, f"{name} ({layer}) imports {bad}"
     if not any(within(name, allowed) for allowed in MAY_IMPORT_UI):
         textual = sorted(i for i in found if within(i, "textual") or within(i, "sparktop.ui"))

@@ -10,7 +10,7 @@ import sys
 
 CHILD = (
     "import sys\n"
-    "from sparktop.lifeline import exit_with_parent\n"
+    "from sparktop.web.lifeline import exit_with_parent\n"
     "exit_with_parent(int(sys.argv[1]))\n"
     "print('alive')\n"
 )

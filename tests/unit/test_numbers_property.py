@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparktop.catalog import load_catalog
-from sparktop.catalog.params import PARAMS
 from sparktop.commands.common import settings_from
 from sparktop.commands.main import build_parser
 from sparktop.commands.plan import _settings
 from sparktop.commands.record import _DURATION, _INTERVAL
 from sparktop.plan import Plan, PlanError, evaluate
+from sparktop.plan.catalog import load_catalog
+from sparktop.plan.catalog.params import PARAMS
 from sparktop.settings.config import DEFAULTS, config_from_mapping
 from sparktop.settings.files import SettingsError
 

@@ -9,22 +9,20 @@ import time
 import pynvml
 import pytest
 
-from sparktop.clock_reasons import REASONS, decode
-from sparktop.collect.nvml import NvmlCollector
-from sparktop.collect.sampler import LiveSource
-from sparktop.commands.dashboard import summarize
-from sparktop.gpu_clocks import (
-    THROTTLE_GAP_S,
+from sparktop.analysis.throttle import (
     ThrottleWatch,
     lasting_throttle,
-    slowing_reasons,
     throttle_line,
 )
+from sparktop.collect.nvml import NvmlCollector
+from sparktop.commands.dashboard import summarize
+from sparktop.core.clock_reasons import REASONS, THROTTLE_GAP_S, decode, slowing_reasons
+from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
 from sparktop.guard.alerts import Alerts
 from sparktop.guard.service import Guard
-from sparktop.session import Session
+from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
-from sparktop.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.sources.live import LiveSource
 from tests.fixtures.machine import META, build_machine
 from tests.fixtures.sources import FakeDocker
 from tests.unit.fake_nvml import GIB, NOT_SUPPORTED, FakeNvml, gb10, h100, install_nvml

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.recording import Recorder
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.recording import Recorder
 
 
 def run_once(*args: str) -> subprocess.CompletedProcess[bytes]:

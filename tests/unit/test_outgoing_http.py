@@ -16,13 +16,13 @@ import pytest
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.exporters import ExporterNodes
-from sparktop.collect.demo import DemoSource
 from sparktop.collect.servers import ollama
-from sparktop.collect.servers.http import ServerError
+from sparktop.collect.servers.probe import ServerError
+from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.guard.alerts import Alert, Alerts
-from sparktop.snapshot import GB
+from sparktop.sources.demo import DemoSource
 from tests.fixtures.http_servers import Canned, RecordingServer, json_route
 
 SPARKTOP = str(Path(sys.executable).with_name("sparktop"))

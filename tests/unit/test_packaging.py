@@ -133,7 +133,9 @@ def test_only_the_browser_view_imports_the_extra() -> None:
                 names = [node.module]
             if any(name.split(".")[0] in WEB_EXTRA for name in names):
                 importers.add(path.relative_to(ROOT).as_posix())
-    assert importers == {"sparktop/web_server.py"}  # which only `sparktop web` imports, once it has checked
+    assert importers == {
+        "sparktop/web/browser_server.py"
+    }  # which only `sparktop web` imports, once it has checked
 
 
 def test_the_dashboard_runs_without_the_extra() -> None:

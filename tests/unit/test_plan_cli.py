@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.analysis.estimate import GB
 from sparktop.commands.plan import EXIT_BAD_INPUT, main, parse_workload_arg
-from sparktop.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.plan.estimate import GB
 
 REPO = Path(__file__).resolve().parents[2]
 

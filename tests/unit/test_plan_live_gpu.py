@@ -9,13 +9,8 @@ import time
 
 import pytest
 
-from sparktop.analysis.estimate import GB
-from sparktop.analysis.verdict import CAREFUL, NO, OK
-from sparktop.catalog import load_catalog
 from sparktop.commands.plan import main
-from sparktop.plan import Baseline, Plan, evaluate
-from sparktop.plan.live_gpu import running_gpu_loads
-from sparktop.snapshot import (
+from sparktop.core.snapshot import (
     ContainerInfo,
     GpuProcess,
     GpuReport,
@@ -24,6 +19,11 @@ from sparktop.snapshot import (
     ProcessInfo,
     Snapshot,
 )
+from sparktop.plan import Baseline, Plan, evaluate
+from sparktop.plan.catalog import load_catalog
+from sparktop.plan.estimate import GB
+from sparktop.plan.live_gpu import running_gpu_loads
+from sparktop.plan.verdict import CAREFUL, NO, OK
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ import time
 import pytest
 
 from sparktop.analysis.headroom import DROP_CACHES
-from sparktop.catalog import load_catalog
-from sparktop.collect.demo import DemoSource
-from sparktop.footprints import Footprint, FootprintStore
+from sparktop.core.snapshot import GB, HostMemory
+from sparktop.footprints.store import Footprint, FootprintStore
 from sparktop.plan import Baseline, Plan, evaluate
+from sparktop.plan.catalog import load_catalog
 from sparktop.plan.evaluate import evaluate_known
 from sparktop.plan.measured import ItemFacts, LiveFacts, Peaks, PlanFacts
-from sparktop.snapshot import GB, HostMemory
+from sparktop.sources.demo import DemoSource
 
 PEAK_AT = time.mktime((2026, 11, 20, 15, 0, 0, 0, 0, -1))
 
@@ -85,7 +85,7 @@ def test_vllm_startup_check_said_before_launch(catalog):
 
 def test_plan_cli_lists_and_plans_with_the_measured_peak(capsys):
     from sparktop.commands.plan import main
-    from sparktop.footprints import shared_store
+    from sparktop.footprints.store import shared_store
 
     store = shared_store()  # in this test's own XDG_STATE_HOME (tests/conftest.py)
     store.record("model", "ollama:llama3.1:70b", int(46.8 * GB))
@@ -105,7 +105,7 @@ def test_plan_cli_lists_and_plans_with_the_measured_peak(capsys):
 
 def test_plan_cli_uses_a_measured_slowdown_once_one_is_stored(capsys):
     from sparktop.commands.plan import main
-    from sparktop.footprints import MeasuredSlowdown, shared_store
+    from sparktop.footprints.store import MeasuredSlowdown, shared_store
 
     argv = ["--machine=spark", "--no-discover", "--json", "qwen3-8b,engine=vllm", "ssd-tetris"]
     main(argv)

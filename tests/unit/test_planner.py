@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from sparktop.analysis.estimate import GB
-from sparktop.analysis.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
-from sparktop.catalog import load_catalog
+from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
 from sparktop.plan import Baseline, Plan, PlanError, dumps_plan, evaluate, load_plan, loads_plan, save_plan
-from sparktop.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.plan.catalog import load_catalog
+from sparktop.plan.estimate import GB
+from sparktop.plan.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
 
 ISSUE_EXAMPLE = """\
 [[workload]]

@@ -1,5 +1,5 @@
-"""A replay's speed and seek (sparktop/playback.py) on real recordings written by the recorder (issue 23: the
-fastest replay was `--interval 0.1` and there was no seek)."""
+"""A replay's speed and seek (sparktop/session/playback.py) on real recordings written by the recorder (issue
+23: the fastest replay was `--interval 0.1` and there was no seek)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.replay import ReplaySource, parse_clock
-from sparktop.playback import Playback
-from sparktop.session import Session
-from sparktop.snapshot import Snapshot, process_key
+from sparktop.core.snapshot import Snapshot, process_key
+from sparktop.session.playback import Playback
+from sparktop.session.session import Session
+from sparktop.sources.replay import ReplaySource, parse_clock
 from tests.fixtures.recordings import T0, demo_snapshots, played_from_the_start, write_recording
 
 EVERY = 10.0  # seconds between snapshots: 48 of them are 7:50, past the creep window

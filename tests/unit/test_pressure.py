@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparktop.analysis.pressure import PressureLevel, PressureTracker
-from sparktop.snapshot import GB, HostMemory, Pressure, PressureLine
+from sparktop.core.snapshot import GB, HostMemory, Pressure, PressureLine
 
 TOTAL = 100 * GB
 

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.action_log import ActionLog
 from sparktop.analysis.history import History
-from sparktop.blackbox import BlackBox
-from sparktop.catalog import load_catalog
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.recording import Recorder
-from sparktop.footprints import FootprintStore
-from sparktop.history_file import write_history
+from sparktop.core.private_files import UnsafeFileError, open_private, private_dir
+from sparktop.footprints.store import FootprintStore
+from sparktop.guard.blackbox import BlackBox
+from sparktop.plan.catalog import load_catalog
 from sparktop.plan.io import save_plan
-from sparktop.plan.model import Plan
-from sparktop.private_files import UnsafeFileError, open_private, private_dir
+from sparktop.plan.items import Plan
+from sparktop.session.history_export import write_history
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.recording import Recorder
+from sparktop.stopping.stop_log import ActionLog
 
 
 def mode(path: Path) -> int:

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import sparktop.collect.processes as processes_mod
 from sparktop.collect.processes import ProcessScanner, fill_pss
-from sparktop.snapshot import ProcessInfo
-from sparktop.text import visible
+from sparktop.core.safe_text import visible
+from sparktop.core.snapshot import ProcessInfo
 from tests.fixtures.execing import read_comm, wrapper_that_execs
 from tests.fixtures.trees import BTIME, ProcTree, cid, v1_cgroup, v2_cgroup
 

@@ -17,7 +17,7 @@ from sparktop.collect.procfs import (
     read_meminfo,
     read_pressure,
 )
-from sparktop.snapshot import HostMemory
+from sparktop.core.snapshot import HostMemory
 from tests.fixtures.trees import ProcTree, meminfo_text, proc_stat_text, psi_text
 
 KB = 1024

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.replay import ReplayEnded, ReplaySource
 from sparktop.commands.record import record, ticks_within
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.sources.replay import ReplayEnded, ReplaySource
 from tests.fixtures.sources import FailingEvery
 from tests.fixtures.trees import CgroupTree, ProcTree
 
@@ -30,7 +30,7 @@ INTERVAL_S = 0.5
 # sample does; it says on stdout when each sample starts.
 SLOW_RECORD = f"""
 import sys, time
-from sparktop.collect.demo import DemoSource
+from sparktop.sources.demo import DemoSource
 from sparktop.commands.main import main
 
 plain = DemoSource.sample

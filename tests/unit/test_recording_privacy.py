@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.recording import Recorder
 from sparktop.commands.main import main
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.recording import Recorder
 
 
 @pytest.fixture

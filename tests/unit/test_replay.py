@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.recording import Recorder
-from sparktop.collect.replay import EmptyRecording, ReplayEnded, ReplaySource
-from sparktop.collect.source import SnapshotSource, SourceExhausted
 from sparktop.commands.record import record
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.recording import Recorder
+from sparktop.sources.replay import EmptyRecording, ReplayEnded, ReplaySource
+from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted
 
 
 def write_demo(path: Path, n: int, seed: int = 0, mode: str = "new") -> list[Snapshot]:

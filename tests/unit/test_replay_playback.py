@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.recording import Recorder
-from sparktop.collect.replay import ReplayEnded, ReplaySource
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.sources.recording import Recorder
+from sparktop.sources.replay import ReplayEnded, ReplaySource
 from tests.fixtures.recordings import T0, demo_snapshots, write_recording
 
 

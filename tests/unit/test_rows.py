@@ -1,13 +1,13 @@
-"""The containers and processes tables' rows without Textual (sparktop/rows.py): what the dashboard tests in
-tests/ui do not pin down already (a container's PSS, an empty container, a cell's text and colour, where a
-missing value sorts)."""
+"""The containers and processes tables' rows without Textual (sparktop/session/rows.py): what the dashboard
+tests in tests/ui do not pin down already (a container's PSS, an empty container, a cell's text and colour,
+where a missing value sorts)."""
 
 from __future__ import annotations
 
-from sparktop.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
-from sparktop.format import NO_VALUE, fmt_rate_cell
-from sparktop.rows import CellText, cell_text, container_rows, value_sort_key
-from sparktop.snapshot import CgroupMemory, ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
+from sparktop.core.format import NO_VALUE, fmt_rate_cell
+from sparktop.core.snapshot import CgroupMemory, ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.session.rows import CellText, cell_text, container_rows, value_sort_key
 
 MIB = 1024**2
 GIB = 1024**3

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.replay import ReplaySource
-from sparktop.runner import SessionRunner
-from sparktop.session import Session
-from sparktop.snapshot import Snapshot
+from sparktop.core.snapshot import Snapshot
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.replay import ReplaySource
 from tests.fixtures.recordings import demo_snapshots, write_recording
 from tests.fixtures.sources import FailingEvery
 

@@ -13,11 +13,11 @@ from typing import Any
 import psutil
 import pytest
 
-import sparktop.collect.sampler as sampler_mod
-from sparktop.collect.sampler import LiveSource
-from sparktop.collect.source import SnapshotSource
-from sparktop.session import Session
-from sparktop.snapshot import DockerStatus, GpuProcess, GpuReport, GpuState, Snapshot
+import sparktop.sources.live as sampler_mod
+from sparktop.core.snapshot import DockerStatus, GpuProcess, GpuReport, GpuState, Snapshot
+from sparktop.session.session import Session
+from sparktop.sources.live import LiveSource
+from sparktop.sources.snapshot_source import SnapshotSource
 from tests.fixtures.machine import META, A, B, C, K, build_machine
 from tests.fixtures.sources import FakeDocker
 from tests.fixtures.trees import (
@@ -414,7 +414,7 @@ def test_deferred_discovery_gives_ids_first_then_names(tmp_path: Path) -> None:
 
 def test_foreign_engine_names_the_engine_a_stop_cannot_reach() -> None:
     from sparktop.collect.control import foreign_engine
-    from sparktop.snapshot import ContainerInfo, DockerStatus
+    from sparktop.core.snapshot import ContainerInfo, DockerStatus
 
     up = DockerStatus(available=True)
     down = DockerStatus(available=False, reason="no socket")
@@ -443,7 +443,7 @@ def test_a_process_that_grew_since_its_pss_was_read_counts_its_fresh_rss() -> No
     import subprocess
     import sys
 
-    from sparktop.snapshot import process_key
+    from sparktop.core.snapshot import process_key
 
     child = subprocess.Popen(
         [sys.executable, "-c", GROWER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from sparktop.analysis.accounting import account
 from sparktop.analysis.served import model_rows, split_models
-from sparktop.collect.demo import DemoSource
-from sparktop.session import Session
-from sparktop.snapshot import (
+from sparktop.core.snapshot import (
     GpuProcess,
     GpuReport,
     GpuState,
@@ -16,6 +14,8 @@ from sparktop.snapshot import (
     ServiceReport,
     Snapshot,
 )
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoSource
 
 GB = 1000**3
 

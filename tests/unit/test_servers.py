@@ -14,8 +14,8 @@ from werkzeug import Response
 from sparktop.collect.servers import llamacpp, ollama, sglang, vllm
 from sparktop.collect.servers.collector import ServersCollector
 from sparktop.collect.servers.discovery import Endpoint, default_endpoints, identify, normalise
-from sparktop.collect.servers.http import ServerError
-from sparktop.snapshot import ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.collect.servers.probe import ServerError
+from sparktop.core.snapshot import ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
 from tests.fixtures.http_servers import wait_until
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "servers"

@@ -19,7 +19,7 @@ from sparktop.collect.servers import ollama, vllm
 from sparktop.collect.servers.collector import ServersCollector
 from sparktop.collect.servers.prom import MAX_SERIES, Metrics
 from sparktop.collect.servers.reading import MAX_MODELS
-from sparktop.snapshot import GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import GpuReport, HostMemory, Snapshot
 from tests.fixtures.http_servers import (
     Canned,
     DripServer,
@@ -263,7 +263,7 @@ def test_10k_ollama_models_are_64_and_a_count() -> None:
 
 def test_the_models_tab_says_how_many_more() -> None:
     from sparktop.analysis.served import model_rows
-    from sparktop.snapshot import ServedModel, ServiceReport
+    from sparktop.core.snapshot import ServedModel, ServiceReport
 
     snap = snapshot()
     report = ServiceReport(collector="servers", endpoint="http://127.0.0.1:8000", server="vllm")
@@ -280,7 +280,7 @@ def test_the_models_tab_says_how_many_more() -> None:
 MEASURE = """
 import sys, time
 from sparktop.collect.servers.collector import ServersCollector
-from sparktop.snapshot import GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import GpuReport, HostMemory, Snapshot
 collector = ServersCollector(
     endpoints=[{"url": sys.argv[1], "server": "vllm"}, {"url": sys.argv[2], "server": "ollama"}],
     defaults=False, interval=0.2, timeout=5.0,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from sparktop.analysis.accounting import account
 from sparktop.analysis.pressure import PressureLevel
-from sparktop.collect.demo import DemoSource
-from sparktop.collect.replay import ReplaySource
 from sparktop.commands.main import main
 from sparktop.commands.record import record
-from sparktop.session import Session
-from sparktop.snapshot import GB
+from sparktop.core.snapshot import GB
+from sparktop.session.session import Session
+from sparktop.sources.demo import DemoSource
+from sparktop.sources.replay import ReplaySource
 
 
 class Clock:
@@ -68,7 +68,7 @@ def test_history_pressure_creep_trends_and_series_follow_every_sample() -> None:
     rate = session.rate_per_min(f"container:{train.id}")
     assert rate is not None and 0.8 * GB < rate < 2.0 * GB  # the demo's run creeps ~1.3 GB/min
     pid = next(p for p in session.latest.processes if p.container_id == train.id and p.gpu_bytes)  # type: ignore[union-attr]
-    from sparktop.snapshot import process_key
+    from sparktop.core.snapshot import process_key
 
     assert session.process_rate_per_min(process_key(pid)) is not None
     gpu = session.latest.gpu.gpus[0]  # type: ignore[union-attr]
@@ -154,7 +154,7 @@ def test_a_held_creep_alert_names_its_process_by_what_it_runs_now() -> None:
     import random
 
     from sparktop.analysis.trend import detect_creep
-    from sparktop.snapshot import GIB, GpuReport, HostMemory, ProcessInfo, Snapshot
+    from sparktop.core.snapshot import GIB, GpuReport, HostMemory, ProcessInfo, Snapshot
 
     total = 32 * GIB
     session = Session(safe_bytes=20 * GIB, max_bytes=24 * GIB)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.catalog.loader import load_catalog
 from sparktop.commands.main import main
+from sparktop.plan.catalog.loader import load_catalog
 from sparktop.plan.io import load_plan
-from sparktop.plan.model import PlanError
+from sparktop.plan.items import PlanError
 from sparktop.settings.config import load_config
 from sparktop.settings.files import MAX_FILE_BYTES, SettingsError, read_text
 from sparktop.ui.themes import load_themes

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.catalog import load_catalog
 from sparktop.commands.main import main as sparktop
 from sparktop.commands.plan import EXIT_BAD_INPUT
 from sparktop.plan import Plan, PlanError, load_plan
+from sparktop.plan.catalog import load_catalog
 from sparktop.settings.files import KeyLines, format_problem
 from tests.unit.model_files import tiny_llama_metadata, tiny_llama_tensors, write_gguf, write_ollama_model
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.action_log import ActionLog, default_log_path
 from sparktop.collect.control import ControlError
-from sparktop.collect.signals import KILL, TERM, read_stat, signal_process
+from sparktop.collect.process_signals import KILL, TERM, read_stat, signal_process
+from sparktop.stopping.stop_log import ActionLog, default_log_path
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_recorded_process_that_exited_is_refused(child: subprocess.Popen) -> Non
 PID_REUSE = """
 import signal, subprocess, time
 from sparktop.collect.control import ControlError
-from sparktop.collect.signals import read_stat, signal_process
+from sparktop.collect.process_signals import read_stat, signal_process
 a = subprocess.Popen(["sleep", "60"])
 _, ticks = read_stat(a.pid)
 a.kill(); a.wait()

@@ -25,9 +25,7 @@ from sparktop.analysis.slowdown import (
     slowdowns,
 )
 from sparktop.collect.servers.collector import ServersCollector
-from sparktop.footprints import FootprintStore, MeasuredSlowdown
-from sparktop.slowdowns import SlowdownCollector
-from sparktop.snapshot import (
+from sparktop.core.snapshot import (
     GIB,
     ContainerInfo,
     GpuProcess,
@@ -40,6 +38,8 @@ from sparktop.snapshot import (
     Slowdown,
     Snapshot,
 )
+from sparktop.footprints.slowdown_recorder import SlowdownCollector
+from sparktop.footprints.store import FootprintStore, MeasuredSlowdown
 from tests.fixtures.recordings import write_first_footprints_file
 
 VLLM_METRICS = (
@@ -388,8 +388,8 @@ def test_two_stores_writing_the_same_stretch_keep_the_latest_figure(tmp_path):
 
 
 def test_demo_contention_tells_the_story_a_training_run_starts_and_vllm_slows_down():
-    from sparktop.collect.demo import CONTENTION_STARTS_S, DemoSource
-    from sparktop.session import Session
+    from sparktop.session.session import Session
+    from sparktop.sources.demo import CONTENTION_STARTS_S, DemoSource
 
     source, session = DemoSource("contention"), Session()
     seen: list[tuple[float, float | None, list[str]]] = []

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from sparktop.commands.main import main
-from sparktop.snapshot import SNAPSHOT_VERSION, snapshot_json_schema
+from sparktop.core.snapshot import SNAPSHOT_VERSION, snapshot_json_schema
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schema" / "snapshot.schema.json"
 
@@ -20,7 +20,7 @@ def published() -> dict:
 
 
 def test_the_published_schema_is_the_models_own() -> None:
-    # After a change to sparktop/snapshot.py: python scripts/snapshot_schema.py
+    # After a change to sparktop/core/snapshot.py: python scripts/snapshot_schema.py
     assert published() == json.loads(json.dumps(snapshot_json_schema())), "schema/ is stale"
 
 

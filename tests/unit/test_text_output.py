@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.collect.demo import DemoSource
 from sparktop.commands import plan as plan_cli
 from sparktop.commands.main import main
-from sparktop.text import has_raw_controls, json_visible, visible, visible_lines
+from sparktop.core.safe_text import has_raw_controls, json_visible, visible, visible_lines
+from sparktop.sources.demo import DemoSource
 
 HOSTILE = "\x1b]2;PWNED\x07\x1b[31mRED"
 SHOWN = "^[]2;PWNED^G^[[31mRED"

@@ -20,7 +20,7 @@ from sparktop.analysis.trend import (
     eta_s,
     rate_per_min,
 )
-from sparktop.snapshot import GB, GIB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import GB, GIB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
 
 TOTAL = 128 * GB
 SAFE = 80 * GB

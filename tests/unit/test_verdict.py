@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparktop.analysis.estimate import GB, Range, decode_rate
-from sparktop.analysis.verdict import (
+from sparktop.plan.estimate import GB, Range, decode_rate
+from sparktop.plan.verdict import (
     CAREFUL,
     FITS,
     NO,

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from sparktop.web_server import GuardedServer
+from sparktop.web.browser_server import GuardedServer
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,10 @@ from sparktop.collect.servers.discovery import (
     default_endpoints,
     identify,
 )
-from sparktop.collect.servers.http import ServerError
+from sparktop.collect.servers.probe import ServerError
 from sparktop.collect.servers.reading import Reading
-from sparktop.snapshot import ServiceReport, Snapshot, process_key
-from sparktop.text import error_line
+from sparktop.core.safe_text import error_line
+from sparktop.core.snapshot import ServiceReport, Snapshot, process_key
 
 if TYPE_CHECKING:
     from sparktop.settings.config import Config
@@ -217,8 +217,8 @@ class ServersCollector:
 
     def _run(self) -> None:
         """Starts each due probe on a daemon thread of its own and never waits for one: a server that answers
-        slowly delays only its own next reading (each request has a deadline, sparktop.http_client), and no
-        probe in flight can hold up the program's exit, as an executor's workers (joined at exit) would."""
+        slowly delays only its own next reading (each request has a deadline, sparktop.core.http_client), and
+        no probe in flight can hold up the program's exit, as an executor's workers (joined at exit) would."""
         while not self._stop.is_set():
             now = self._clock()
             with self._lock:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sparktop.collect.servers import llamacpp, ollama, sglang, vllm
-from sparktop.collect.servers.http import ServerError, get_json, get_text
-from sparktop.snapshot import ContainerInfo
+from sparktop.collect.servers.probe import ServerError, get_json, get_text
+from sparktop.core.snapshot import ContainerInfo
 
 SERVERS = {m.SERVER: m for m in (ollama, vllm, llamacpp, sglang)}
 LOCAL = "127.0.0.1"

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from sparktop.collect.servers.http import ServerError, get_json, get_text
+from sparktop.collect.servers.probe import ServerError, get_json, get_text
 from sparktop.collect.servers.prom import Metrics
 from sparktop.collect.servers.reading import Reading, join_notes
-from sparktop.collect.servers.text import visible
+from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked
-from sparktop.snapshot import ServedModel
+from sparktop.core.snapshot import ServedModel
 
 SERVER = "llama.cpp"
 DEFAULT_PORT = 8080

@@ -12,11 +12,11 @@ import re
 from datetime import datetime
 from typing import Any
 
-from sparktop.collect.servers.http import ServerError, get_json, get_version
+from sparktop.collect.servers.probe import ServerError, get_json, get_version
 from sparktop.collect.servers.reading import MAX_MODELS, Reading
-from sparktop.collect.servers.text import visible
+from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked
-from sparktop.snapshot import ServedModel
+from sparktop.core.snapshot import ServedModel
 
 SERVER = "ollama"
 DEFAULT_PORT = 11434

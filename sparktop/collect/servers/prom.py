@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from sparktop.collect.servers.http import ServerError
+from sparktop.collect.servers.probe import ServerError
 
 Series = list[tuple[dict[str, str], float]]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sparktop.snapshot import ServedModel
+from sparktop.core.snapshot import ServedModel
 
 # Models kept per server: a real server holds a few (vLLM serves one; Ollama as many as fit). A server that
 # lists thousands cannot make sparktop hold them all: the rest are a count (`more_models`).

@@ -7,12 +7,12 @@ Names: `sglang:token_usage` (0–1 of the KV pool), `sglang:num_running_reqs`, `
 
 from __future__ import annotations
 
-from sparktop.collect.servers.http import ServerError, get_text, get_version
+from sparktop.collect.servers.probe import ServerError, get_text, get_version
 from sparktop.collect.servers.prom import Metrics
 from sparktop.collect.servers.reading import MAX_MODELS, Reading
-from sparktop.collect.servers.text import visible
+from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked, of_model
-from sparktop.snapshot import ServedModel
+from sparktop.core.snapshot import ServedModel
 
 SERVER = "sglang"
 DEFAULT_PORT = 30000

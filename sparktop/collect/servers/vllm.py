@@ -13,12 +13,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from sparktop.collect.servers.http import ServerError, get_json, get_text, get_version
+from sparktop.collect.servers.probe import ServerError, get_json, get_text, get_version
 from sparktop.collect.servers.prom import Metrics
 from sparktop.collect.servers.reading import MAX_MODELS, Reading
-from sparktop.collect.servers.text import visible
+from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked
-from sparktop.snapshot import ServedModel
+from sparktop.core.snapshot import ServedModel
 
 SERVER = "vllm"
 DEFAULT_PORT = 8000

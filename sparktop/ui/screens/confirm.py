@@ -18,8 +18,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from sparktop.actions import Target
-from sparktop.format import fmt_bytes
+from sparktop.core.format import fmt_bytes
+from sparktop.stopping.stop_book import Target
 
 
 class ConfirmScreen(ModalScreen[bool]):

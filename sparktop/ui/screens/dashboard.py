@@ -26,18 +26,18 @@ from sparktop.analysis.pressure import PressureLevel
 from sparktop.analysis.served import ModelPart, model_rows, served_split, split_models
 from sparktop.analysis.slowdown import slowdown_lines
 from sparktop.analysis.trend import collecting_s
-from sparktop.collect.replay import format_clock
-from sparktop.collect.source import SnapshotSource
-from sparktop.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
-from sparktop.format import fmt_available_pct, fmt_size
-from sparktop.machine import machine_label
-from sparktop.playback import Playback
-from sparktop.rows import Row, container_rows, process_rows, unmeasurable_columns
-from sparktop.session import Session
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
+from sparktop.core.format import fmt_available_pct, fmt_size
+from sparktop.core.machine import machine_label
+from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot
+from sparktop.session.playback import Playback
+from sparktop.session.rows import Row, container_rows, process_rows, unmeasurable_columns
+from sparktop.session.session import Session
 from sparktop.settings.config import Config
-from sparktop.snapshot import ContainerInfo, ProcessInfo, Snapshot
-from sparktop.terminal import MIN_HEIGHT, MIN_WIDTH
-from sparktop.ui.stop import StopActions
+from sparktop.sources.replay import format_clock
+from sparktop.sources.snapshot_source import SnapshotSource
+from sparktop.ui.stop_keys import StopActions
+from sparktop.ui.terminal_check import MIN_HEIGHT, MIN_WIDTH
 from sparktop.ui.themes import Palette
 from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar

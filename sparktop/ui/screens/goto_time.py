@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from sparktop.collect.replay import parse_clock
+from sparktop.sources.replay import parse_clock
 
 
 class GotoTimeScreen(ModalScreen[float | None]):

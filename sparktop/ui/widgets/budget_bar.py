@@ -13,8 +13,8 @@ from textual.color import Color
 from textual.geometry import Size
 from textual.reactive import reactive
 
-from sparktop.format import fmt_bytes, fmt_gb, fmt_size
-from sparktop.snapshot import GB, Accounting, Consumer
+from sparktop.core.format import fmt_bytes, fmt_gb, fmt_size
+from sparktop.core.snapshot import GB, Accounting, Consumer
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.redraw import LineDiffWidget
 

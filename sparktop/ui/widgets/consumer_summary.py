@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
-from sparktop.format import NO_VALUE, fmt_cell, fmt_rate_cell
+from sparktop.core.format import NO_VALUE, fmt_cell, fmt_rate_cell
 from sparktop.ui.widgets.budget_bar import Segment
 
 

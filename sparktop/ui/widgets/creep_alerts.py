@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from sparktop.analysis.trend import CreepAlert
-from sparktop.format import fmt_duration
+from sparktop.core.format import fmt_duration
 from sparktop.ui.widgets.redraw import off_screen
 
 # An alert is severe (drawn in $error) when the pool is over the aggressive line or will be within this.

@@ -7,8 +7,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from sparktop.format import fmt_bytes, fmt_size
-from sparktop.snapshot import GpuMemoryAccount
+from sparktop.core.format import fmt_bytes, fmt_size
+from sparktop.core.snapshot import GpuMemoryAccount
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import Segment, _columns, _ink, _segment_text, _wrap
 from sparktop.ui.widgets.redraw import off_screen

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from sparktop.analysis.series import GpuSeries
-from sparktop.format import fmt_bytes, sparkline
-from sparktop.gpu_clocks import throttle_line, throttle_parts
-from sparktop.snapshot import GpuReport, GpuState
+from sparktop.analysis.throttle import throttle_line, throttle_parts
+from sparktop.core.format import fmt_bytes, sparkline
+from sparktop.core.snapshot import GpuReport, GpuState
 from sparktop.ui.widgets.redraw import TextPanel
 
 

@@ -9,7 +9,7 @@ from textual.color import Color
 from textual_plotext import PlotextPlot
 
 from sparktop.analysis.history import History
-from sparktop.format import fmt_gb, fmt_size, unit_size
+from sparktop.core.format import fmt_gb, fmt_size, unit_size
 from sparktop.ui.themes import derive_palette
 from sparktop.ui.widgets.redraw import LineDiffWidget
 

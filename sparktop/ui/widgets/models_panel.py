@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from sparktop.analysis.served import ModelRow
-from sparktop.format import NO_VALUE, fmt_cell, fmt_duration
+from sparktop.core.format import NO_VALUE, fmt_cell, fmt_duration
 from sparktop.ui.widgets.redraw import TextPanel
 
 # header, width, right-aligned

@@ -7,8 +7,8 @@ from textual.reactive import reactive
 
 from sparktop.analysis.headroom import EngineHeadroom
 from sparktop.analysis.series import PoolSeries
-from sparktop.format import fmt_bytes, fmt_size, sparkline
-from sparktop.snapshot import HostMemory
+from sparktop.core.format import fmt_bytes, fmt_size, sparkline
+from sparktop.core.snapshot import HostMemory
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.redraw import TextPanel
 

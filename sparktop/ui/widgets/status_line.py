@@ -13,8 +13,8 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from sparktop.format import fmt_duration
-from sparktop.snapshot import Snapshot
+from sparktop.core.format import fmt_duration
+from sparktop.core.snapshot import Snapshot
 
 MAX_LINES = 5  # the head and up to four lines of notices: on a 60×18 terminal the dashboard keeps the rest
 

@@ -1,9 +1,9 @@
 """The containers and processes tables: sortable by any column (click a header, or o / O), filtered by a
 substring, updated in place so the selected row and the scroll position survive every refresh.
 
-Each table is a `ConsumerTable` over `Row`s of raw values (sparktop/rows.py: what each row holds, its cells'
-text, the sort order, a model server's rows); this module only draws them. Adding a column is one
-`ColumnSpec` (sparktop/columns.py) and its value in the row builder.
+Each table is a `ConsumerTable` over `Row`s of raw values (sparktop/session/rows.py: what each row holds, its
+cells' text, the sort order, a model server's rows); this module only draws them. Adding a column is one
+`ColumnSpec` (sparktop/core/columns.py) and its value in the row builder.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
-from sparktop.columns import SM_COLUMN, ColumnSpec
-from sparktop.rows import Row, cell_sort_key, cell_text, grouped_sort_key
-from sparktop.snapshot import DockerStatus
+from sparktop.core.columns import SM_COLUMN, ColumnSpec
+from sparktop.core.snapshot import DockerStatus
+from sparktop.session.rows import Row, cell_sort_key, cell_text, grouped_sort_key
 from sparktop.ui.widgets.datatable_cache import ContentCachedDataTable
 
 T = TypeVar("T")

@@ -1,0 +1,1 @@
+"""What this machine has measured: the footprint store (peaks) and the slowdown recorder."""

@@ -1,0 +1,232 @@
+"""A dashboard session without the dashboard: what every view of sparktop shows, fed one snapshot at a time.
+
+`Session.ingest(snapshot)` is the one place a snapshot becomes what the views draw:
+
+- accounting (`analysis.accounting.account`) when the source left it out — every source does; a recording
+  carries the accounting it was made with;
+- the history (budget chart, creep), the memory-pressure level and its reasons, creep alerts;
+- per-process growth (the processes table's trend column) and the sparkline series (GPU metrics,
+  MemAvailable, PSI);
+- the freshness of the data: the last good time, a stale reason (a failed or late sample), the end of a
+  recording.
+
+The Textual dashboard draws a Session; `--once`, `record`, an exporter, a guard and tests use the same one, so
+they all show the same numbers. `SessionRunner` (sparktop/session/runner.py) samples a source into a Session
+on a thread for the headless commands.
+
+Thread safety: `ingest` and the other changes hold `lock`; a reader on another thread (an exporter's HTTP
+handler) that needs several fields from the same tick takes `lock` too. `latest` is replaced, never changed,
+once ingested, so reading it alone needs no lock.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
+
+from sparktop.analysis.accounting import fill_accounting
+from sparktop.analysis.forecast import Forecast, forecast
+from sparktop.analysis.history import History
+from sparktop.analysis.last_minutes import summarize_last_minutes
+from sparktop.analysis.lines import SPARK_POOL, LineChoice, Lines
+from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
+from sparktop.analysis.row_trends import RowTrends
+from sparktop.analysis.series import GpuSeries, PoolSeries
+from sparktop.analysis.trend import CreepAlert, CreepHold, detect_creep, rate_per_min
+from sparktop.core.snapshot import Snapshot
+
+CREEP_WINDOW_S = 300.0  # the slope behind creep alerts and the tables' growth column
+LATE_AFTER_S = 5.0  # a sample this late (or 3 intervals, if longer) makes the data stale
+
+
+class Session:
+    """See the module docstring. `safe_bytes` / `max_bytes`: the user's lines (None: the reference's
+    80/100 GB, scaled to the pool on a machine smaller than a Spark — analysis/lines.py); `lines` is where
+    they are on the machine being watched, for every view. `history_hours`: how much history is kept;
+    `clock`: wall time (tests and screenshots fix it)."""
+
+    def __init__(
+        self,
+        safe_bytes: float | None = None,
+        max_bytes: float | None = None,
+        history_hours: float = 6.0,
+        clock: Callable[[], float] | None = None,
+        creep_window_s: float = CREEP_WINDOW_S,
+    ) -> None:
+        self.line_choice = LineChoice(safe_bytes, max_bytes)
+        self.clock = clock or time.time
+        self.creep_window_s = creep_window_s
+        self.lock = threading.RLock()
+        self.latest: Snapshot | None = None
+        self.assessment: PressureAssessment | None = None
+        self.creep: list[CreepAlert] = []
+        self.history = History(max_age_s=history_hours * 3600)
+        self.pressure = PressureTracker()
+        self.process_trends = RowTrends(window_s=creep_window_s)
+        self.gpu_series = GpuSeries()
+        self.pool_series = PoolSeries()
+        self.stale_reason: str | None = None
+        self.source_ended = False
+        self.end_message = "end of recording"  # what a finite source said when it ended
+        self.last_good_at: float | None = None  # clock() when the last good snapshot came in
+        self.ingested = 0
+        self._creep_hold = CreepHold(window_s=creep_window_s)  # held while the climb goes on
+        self.forecast: Forecast | None = None  # when the pool runs out on this trend (the guard's rule)
+        self._psi_full: deque[tuple[float, float]] = deque(maxlen=900)  # (time, PSI full avg10)
+        self._announced_level: PressureLevel | None = None
+
+    @classmethod
+    def for_config(cls, config: object, clock: Callable[[], float] | None = None) -> Session:
+        """A session with a config's lines (those it sets; LineChoice.of) and history length."""
+        choice = LineChoice.of(config)
+        return cls(
+            safe_bytes=choice.safe,
+            max_bytes=choice.aggressive,
+            history_hours=float(getattr(config, "history_hours", 6.0)),
+            clock=clock,
+        )
+
+    @property
+    def lines(self) -> Lines:
+        """The safe and aggressive lines on the machine being watched (a Spark's until the first sample)."""
+        latest = self.latest
+        return self.line_choice.at(float(latest.memory.total) if latest is not None else SPARK_POOL)
+
+    @property
+    def safe_bytes(self) -> int:
+        return self.lines.safe_bytes
+
+    @property
+    def max_bytes(self) -> int:
+        return self.lines.max_bytes
+
+    # -- feeding it ----------------------------------------------------------------------------------------
+
+    def ingest(self, snapshot: Snapshot, analyse: bool = True) -> Snapshot:
+        """Take one good snapshot in (accounting filled in if missing) and return it. `analyse` False leaves
+        the creep alerts and the forecast as they were: a warm-up feeding many past samples at once needs
+        them only for the last (they are a function of the history, read afresh by `analyse()`)."""
+        with self.lock:
+            fill_accounting(snapshot)  # the one place a snapshot is accounted
+            self.history.add(snapshot)
+            self.process_trends.add_snapshot(snapshot)
+            self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
+            self.gpu_series.push(snapshot.gpu)
+            self.pool_series.push(snapshot.memory)
+            if analyse:
+                self._analyse(snapshot)
+            full = snapshot.memory.pressure.full if snapshot.memory.pressure else None
+            if full is not None:
+                self._psi_full.append((snapshot.timestamp, full.avg10))
+            self.latest = snapshot
+            self.stale_reason = None
+            self.last_good_at = self.clock()
+            self.ingested += 1
+            return snapshot
+
+    def analyse(self) -> None:
+        """Creep alerts and the forecast from the history as it is now (after ingest with analyse=False)."""
+        with self.lock:
+            if self.latest is not None:
+                self._analyse(self.latest)
+
+    def _analyse(self, snapshot: Snapshot) -> None:
+        total = snapshot.memory.total
+        lines = self.line_choice.at(total)
+        raised = detect_creep(self.history, lines.safe_bytes, lines.max_bytes, total, self.creep_window_s)
+        held = self._creep_hold.update(raised, self.history, snapshot.timestamp, total)
+        # A held alert keeps the label it was raised with: name its consumer as this tick does (a process
+        # that exec'd another program is the same consumer under another name).
+        self.creep = [
+            a if a.label == self.history.label(a.key) else replace(a, label=self.history.label(a.key))
+            for a in held
+        ]
+        self.forecast = forecast(self.history, snapshot.memory, previous=self.forecast)
+
+    # -- saving and restoring it (a replay's seek) -------------------------------------------------------
+
+    # How it was made, not what it has seen: not saved, and kept by the session restored into.
+    _NOT_STATE = frozenset({"lock", "clock", "line_choice", "creep_window_s"})
+
+    def checkpoint(self) -> bytes:
+        """Everything this session has taken in, as bytes (`restore` puts it back): a replay keeps one every
+        so many snapshots, so a seek back starts from the nearest instead of the recording's start."""
+        with self.lock:
+            state = {k: v for k, v in vars(self).items() if k not in self._NOT_STATE}
+            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, checkpoint: bytes) -> None:
+        """Become what `checkpoint` saved (a session made with the same settings)."""
+        state = pickle.loads(checkpoint)  # bytes this process made itself, never from a file
+        with self.lock:
+            vars(self).update(state)
+
+    def fail(self, reason: str) -> None:
+        """A sample failed: the last good snapshot stays, marked stale with this one-line reason."""
+        with self.lock:
+            self.stale_reason = reason or "no data"
+
+    def end(self, message: str = "") -> None:
+        """A finite source (a recording) has nothing more: the last snapshot stays, marked as the end, with
+        what the source said about it (`SourceExhausted`'s text) or "end of recording"."""
+        with self.lock:
+            self.source_ended = True
+            self.end_message = message or "end of recording"
+            summary = self.last_minutes()
+            if summary:
+                self.end_message += f" — {summary}"
+
+    def last_minutes(self, minutes: float = 5.0) -> str | None:
+        """Who grew, which line was crossed and how hard memory pressed in the last `minutes` of the data:
+        at the end of a replayed black box, the story of the minutes before the machine hung."""
+        end = self.history.latest_time
+        if end is None:
+            return None
+        peaks = [v for t, v in self._psi_full if t >= end - minutes * 60]
+        return summarize_last_minutes(
+            self.history, self.safe_bytes, self.max_bytes, minutes, max(peaks) if peaks else None
+        )
+
+    def check_late(self, interval: float) -> bool:
+        """Called when a sample is still outstanding: once it is clearly late (5 s, or 3 intervals if longer)
+        the data is marked stale. True if it is."""
+        with self.lock:
+            if self.last_good_at is None:
+                return False
+            late = self.clock() - self.last_good_at
+            if late > max(LATE_AFTER_S, 3 * interval):
+                self.stale_reason = f"no data for {late:.0f} s (the source is slow)"
+                return True
+            return False
+
+    # -- reading it ----------------------------------------------------------------------------------------
+
+    @property
+    def level(self) -> PressureLevel:
+        return self.assessment.level if self.assessment is not None else PressureLevel.OK
+
+    @property
+    def stale(self) -> str | None:
+        """Why the data on show is not current (None: it is)."""
+        return self.stale_reason or (self.end_message if self.source_ended else None)
+
+    def rate_per_min(self, key: str) -> float | None:
+        """A consumer's growth (bytes per minute) over the creep window, from the history."""
+        return rate_per_min(self.history, key, self.creep_window_s)
+
+    def process_rate_per_min(self, key: str) -> float | None:
+        """A process row's growth (bytes per minute), for processes the history does not keep too."""
+        return self.process_trends.rate_per_min(key)
+
+    def entered_critical(self) -> bool:
+        """True once per entry into CRITICAL: the first call after the level became critical (the dashboard
+        rings the bell there). Any other level re-arms it."""
+        with self.lock:
+            level = self.level
+            entered = level == PressureLevel.CRITICAL and self._announced_level != PressureLevel.CRITICAL
+            self._announced_level = level
+            return entered

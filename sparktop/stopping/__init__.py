@@ -1,0 +1,1 @@
+"""Stopping containers and signalling processes, without Textual: the stop book and its log."""
