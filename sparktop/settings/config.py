@@ -29,6 +29,7 @@ from pydantic import (
 
 from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.core.format import GB
+from sparktop.core.server_kinds import CONFIG_NAMES
 from sparktop.settings.files import (
     KeyLines,
     SettingsError,
@@ -126,8 +127,12 @@ def _server_url(value: str) -> str:
     return value
 
 
-# The protocols sparktop speaks; the collector maps "llamacpp" to its "llama.cpp".
-SERVER_KINDS = ("ollama", "vllm", "sglang", "llamacpp")
+def _server_kind(value: str) -> str:
+    """One of the config names of core/server_kinds.SERVER_KINDS (`llamacpp`: one word, as users type it)."""
+    if value not in CONFIG_NAMES:
+        *first, last = (repr(name) for name in CONFIG_NAMES)
+        raise ValueError(f"must be {', '.join(first)} or {last}, not {value!r}")
+    return value
 
 
 class ServerEndpoint(BaseModel):
@@ -137,7 +142,7 @@ class ServerEndpoint(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     url: Annotated[str, AfterValidator(_server_url)]
-    kind: Literal["ollama", "vllm", "sglang", "llamacpp"] | None = None
+    kind: Annotated[str, AfterValidator(_server_kind)] | None = None
 
 
 Interval = Annotated[float, Field(allow_inf_nan=True), finite_between(*INTERVAL_RANGE, "seconds")]
@@ -330,7 +335,6 @@ __all__ = [
     "DEFAULT_CONTAINER_COLUMNS",
     "DEFAULT_PROCESS_COLUMNS",
     "PROCESS_COLUMNS",
-    "SERVER_KINDS",
     "UNITS",
     "Config",
     "ServerEndpoint",

@@ -246,7 +246,7 @@ def test_85k_vllm_models_are_64_and_a_count() -> None:
     assert len(reading.models) == MAX_MODELS
     assert reading.more_models == 85_824 - MAX_MODELS
     # Only MAX_SERIES lines of a name reach the Prometheus parser (85k took ~5 s of CPU per probe).
-    metrics = Metrics(flood.decode(), vllm.PREFIX, vllm.WANTED)
+    metrics = Metrics(flood.decode(), vllm.KIND.metric_prefix, vllm.WANTED)
     assert len(metrics.samples["vllm:num_requests_running"]) == MAX_SERIES
 
 

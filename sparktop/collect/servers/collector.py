@@ -16,31 +16,25 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sparktop.collect.servers.discovery import (
-    SERVERS,
     Endpoint,
     config_endpoints,
     container_endpoints,
     default_endpoints,
     identify,
+    reader,
 )
 from sparktop.collect.servers.probe import ServerError
 from sparktop.collect.servers.reading import Reading
 from sparktop.core.safe_text import error_line
+from sparktop.core.server_kinds import SERVER_KINDS, kind_named
 from sparktop.core.snapshot import ServiceReport, Snapshot, process_key
 
 if TYPE_CHECKING:
     from sparktop.settings.config import Config
 
 NAME = "servers"
+KIND_NAMES = frozenset(kind.name for kind in SERVER_KINDS)
 OWNER_REFRESH_S = 10.0
-
-# Process names that run each server on the host (not in a container): the owner of its memory.
-_PROCESS_HINTS = {
-    "ollama": ("ollama",),
-    "llama.cpp": ("llama-server", "llama-server.exe", "server"),
-    "vllm": ("vllm",),
-    "sglang": ("sglang",),
-}
 
 
 @dataclass
@@ -189,8 +183,8 @@ class ServersCollector:
     @staticmethod
     def _complete(report: ServiceReport, snapshot: Snapshot) -> None:
         """What only the snapshot knows: the process that runs a host server, and vLLM's reservation."""
-        if report.owner is None and report.server in _PROCESS_HINTS:
-            hints = _PROCESS_HINTS[report.server]
+        hints = kind_named(report.server).process_names if report.server in KIND_NAMES else ()
+        if report.owner is None and hints:
             for proc in sorted(snapshot.processes, key=lambda p: p.pid):
                 if proc.container_id is None and (
                     proc.name in hints or any(f"{h} " in f"{proc.cmdline} " for h in hints if len(h) > 6)
@@ -242,8 +236,9 @@ class ServersCollector:
         base = state.endpoint.base
         try:
             server = state.server or identify(base, self.timeout)
-            module = SERVERS[server]
-            reading: Reading = module.read(base, self.timeout, want_version=state.version is None)
+            reading: Reading = reader(kind_named(server)).read(
+                base, self.timeout, want_version=state.version is None
+            )
         except ServerError as exc:
             self._failed(state, str(exc))
             return
@@ -299,15 +294,11 @@ class ServersCollector:
         self._wake.set()
 
 
-# The config's kind names (one word, as a user types them) → the protocol modules' server names.
-_KINDS = {"llamacpp": "llama.cpp"}
-
-
 def from_config(config: Config) -> ServersCollector:
     """The collector the registry runs: the servers found without configuration plus the config file's
     `[[servers]]` (already validated there: a bad entry was reported with its file and line, and left out)."""
     endpoints = [
-        {"url": s.url, "server": _KINDS.get(s.kind, s.kind)} if s.kind else {"url": s.url}
+        {"url": s.url, "server": kind_named(s.kind).name} if s.kind else {"url": s.url}
         for s in config.servers
     ]
     return ServersCollector(endpoints=endpoints)

@@ -5,16 +5,22 @@ identified by what it answers (see `identify`)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from urllib.parse import urlsplit
 
-from sparktop.collect.servers import llamacpp, ollama, sglang, vllm
 from sparktop.collect.servers.probe import ServerError, get_json, get_text
+from sparktop.core.server_kinds import OLLAMA, SERVER_KINDS, ServerKind, kind_named
 from sparktop.core.snapshot import ContainerInfo
 
-SERVERS = {m.SERVER: m for m in (ollama, vllm, llamacpp, sglang)}
 LOCAL = "127.0.0.1"
+
+
+def reader(kind: ServerKind) -> ModuleType:
+    """The module that speaks `kind`'s protocol (`read`, and `recognises` where it has a probe_path)."""
+    return importlib.import_module(f"sparktop.collect.servers.{kind.module}")
 
 
 @dataclass(frozen=True)
@@ -51,14 +57,13 @@ def default_endpoints(env: Mapping[str, str]) -> list[Endpoint]:
     ollama_host = env.get("OLLAMA_HOST", "").strip()
     if ollama_host:
         with contextlib.suppress(ValueError):
-            out.append(Endpoint(normalise(ollama_host, ollama.DEFAULT_PORT), "ollama", "OLLAMA_HOST"))
-    for module in (ollama, vllm, sglang, llamacpp):
-        base = f"http://{LOCAL}:{module.DEFAULT_PORT}"
+            out.append(Endpoint(normalise(ollama_host, OLLAMA.default_port), OLLAMA.name, "OLLAMA_HOST"))
+    for kind in SERVER_KINDS:
+        base = f"http://{LOCAL}:{kind.default_port}"
         if not any(e.base == base for e in out):
-            # 8000, 8080 and 30000 are common ports: whoever answers there is identified by what it says
-            # (an SGLang on 8000 is read as SGLang, a web app is left alone). 11434 is Ollama's own.
-            server = module.SERVER if module is ollama else None
-            out.append(Endpoint(base, server, "default"))
+            # On a common port whoever answers is identified by what it says (an SGLang on 8000 is read as
+            # SGLang, a web app is left alone); a kind that owns its port is taken at its word.
+            out.append(Endpoint(base, kind.name if kind.owns_port else None, "default"))
     return out
 
 
@@ -76,9 +81,13 @@ def config_endpoints(entries: Iterable[str | Mapping[str, str]]) -> tuple[list[E
     for entry in entries:
         url = entry if isinstance(entry, str) else entry.get("url", "")
         server = None if isinstance(entry, str) else entry.get("server")
-        if server is not None and server not in SERVERS:
-            errors.append(f"servers: unknown server {server!r} for {url!r} (one of {', '.join(SERVERS)})")
-            continue
+        if server is not None:
+            try:
+                server = kind_named(server).name
+            except KeyError:
+                names = ", ".join(kind.name for kind in SERVER_KINDS)
+                errors.append(f"servers: unknown server {server!r} for {url!r} (one of {names})")
+                continue
         try:
             out.append(Endpoint(normalise(url), server, "config"))
         except ValueError as exc:
@@ -87,25 +96,23 @@ def config_endpoints(entries: Iterable[str | Mapping[str, str]]) -> tuple[list[E
 
 
 def identify(base: str, timeout: float) -> str:
-    """Which server answers at `base`, by the metric prefix of /metrics, then /api/ps, then /props."""
+    """Which server answers at `base`: by the metric prefix of its /metrics, else by the answer at each kind's
+    probe_path (Ollama's /api/ps, llama-server's /props)."""
     try:
         text = get_text(f"{base}/metrics", timeout)
     except ServerError as exc:
         if not exc.reachable:  # nothing listens, or it does not answer: no point asking twice more
             raise
         text = ""
-    for module in (vllm, sglang, llamacpp):
-        if module.PREFIX in text:
-            return module.SERVER
-    try:
-        answer = get_json(f"{base}/api/ps", timeout)
-        if isinstance(answer, dict) and isinstance(answer.get("models"), list):
-            return ollama.SERVER
-    except ServerError:
-        pass
-    try:
-        llamacpp.parse_props(get_json(f"{base}/props", timeout))
-        return llamacpp.SERVER
-    except ServerError:
-        pass
+    for kind in SERVER_KINDS:
+        if kind.metric_prefix and kind.metric_prefix in text:
+            return kind.name
+    for kind in SERVER_KINDS:
+        if kind.probe_path is None:
+            continue
+        try:
+            if reader(kind).recognises(get_json(f"{base}{kind.probe_path}", timeout)):
+                return kind.name
+        except ServerError:
+            pass
     raise ServerError("no model server answers here")

@@ -17,11 +17,10 @@ from sparktop.collect.servers.prom import Metrics
 from sparktop.collect.servers.reading import Reading, join_notes
 from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked
+from sparktop.core.server_kinds import LLAMA_CPP
 from sparktop.core.snapshot import ServedModel
 
-SERVER = "llama.cpp"
-DEFAULT_PORT = 8080
-PREFIX = "llamacpp:"
+KIND = LLAMA_CPP
 
 
 def parse_props(data: Any) -> tuple[str | None, int | None, str | None]:
@@ -40,6 +39,15 @@ def parse_props(data: Any) -> tuple[str | None, int | None, str | None]:
         Checked().tokens(n_ctx, "n_ctx") if isinstance(n_ctx, int) and n_ctx > 0 else None,
         visible(build, 40) if isinstance(build, str) and build else None,
     )
+
+
+def recognises(answer: Any) -> bool:
+    """Whether an answer of `GET /props` (KIND.probe_path) is llama-server's."""
+    try:
+        parse_props(answer)
+    except ServerError:
+        return False
+    return True
 
 
 def parse_slots(data: Any) -> tuple[int, int, int | None]:
@@ -62,7 +70,7 @@ WANTED = (
 
 
 def parse_metrics(text: str) -> tuple[dict[str, float | None], list[str]]:
-    metrics = Metrics(text, PREFIX, WANTED)
+    metrics = Metrics(text, KIND.metric_prefix, WANTED)
     if not metrics.prefixed:
         raise ServerError("/metrics has no llamacpp: metrics")
     values = {
@@ -103,4 +111,6 @@ def read(base: str, timeout: float, want_version: bool = True) -> Reading:
         generation_tokens_total=check.counter(values.get("generation"), "predicted tokens"),
         kv_cache_usage=check.fraction(values.get("kv_usage"), "KV-cache use"),
     )
-    return Reading(SERVER, version=build, models=[model], fields=fields, note=join_notes(note, check.note()))
+    return Reading(
+        KIND.name, version=build, models=[model], fields=fields, note=join_notes(note, check.note())
+    )

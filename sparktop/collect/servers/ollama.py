@@ -16,10 +16,10 @@ from sparktop.collect.servers.probe import ServerError, get_json, get_version
 from sparktop.collect.servers.reading import MAX_MODELS, Reading
 from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked
+from sparktop.core.server_kinds import OLLAMA
 from sparktop.core.snapshot import ServedModel
 
-SERVER = "ollama"
-DEFAULT_PORT = 11434
+KIND = OLLAMA
 
 # Go prints up to nine fractional digits; Python's fromisoformat takes at most six.
 _FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -86,7 +86,12 @@ def parse_ps(data: Any) -> tuple[list[ServedModel], list[str], str | None, int]:
     return models, [f for f in FIELDS if f in seen], check.note(), more
 
 
+def recognises(answer: Any) -> bool:
+    """Whether an answer of `GET /api/ps` (KIND.probe_path) is Ollama's."""
+    return isinstance(answer, dict) and isinstance(answer.get("models"), list)
+
+
 def read(base: str, timeout: float, want_version: bool = True) -> Reading:
     models, fields, note, more = parse_ps(get_json(f"{base}/api/ps", timeout))
     version = get_version(f"{base}/api/version", timeout) if want_version else None
-    return Reading(SERVER, version=version, models=models, fields=fields, note=note, more_models=more)
+    return Reading(KIND.name, version=version, models=models, fields=fields, note=note, more_models=more)

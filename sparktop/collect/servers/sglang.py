@@ -12,11 +12,10 @@ from sparktop.collect.servers.prom import Metrics
 from sparktop.collect.servers.reading import MAX_MODELS, Reading
 from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked, of_model
+from sparktop.core.server_kinds import SGLANG
 from sparktop.core.snapshot import ServedModel
 
-SERVER = "sglang"
-DEFAULT_PORT = 30000
-PREFIX = "sglang:"
+KIND = SGLANG
 
 
 USAGE = "sglang:token_usage"
@@ -30,7 +29,7 @@ WANTED = (USAGE, RUNNING, WAITING, PROMPT, GENERATION, CAPACITY)
 
 def parse_metrics(text: str) -> tuple[list[ServedModel], list[str], str | None, int]:
     """(models — at most MAX_MODELS —, metric names used, a note on figures refused, models past the cap)."""
-    metrics = Metrics(text, PREFIX, WANTED)
+    metrics = Metrics(text, KIND.metric_prefix, WANTED)
     if not metrics.prefixed:
         raise ServerError("/metrics has no sglang: metrics")
     label = "model_name" if metrics.has_label("model_name") else "name"
@@ -60,4 +59,4 @@ def parse_metrics(text: str) -> tuple[list[ServedModel], list[str], str | None, 
 def read(base: str, timeout: float, want_version: bool = True) -> Reading:
     models, fields, note, more = parse_metrics(get_text(f"{base}/metrics", timeout))
     version = get_version(f"{base}/get_server_info", timeout) if want_version else None
-    return Reading(SERVER, version=version, models=models, fields=fields, note=note, more_models=more)
+    return Reading(KIND.name, version=version, models=models, fields=fields, note=note, more_models=more)

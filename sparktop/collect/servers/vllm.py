@@ -18,11 +18,10 @@ from sparktop.collect.servers.prom import Metrics
 from sparktop.collect.servers.reading import MAX_MODELS, Reading
 from sparktop.collect.servers.server_text import visible
 from sparktop.collect.servers.values import Checked
+from sparktop.core.server_kinds import VLLM
 from sparktop.core.snapshot import ServedModel
 
-SERVER = "vllm"
-DEFAULT_PORT = 8000
-PREFIX = "vllm:"
+KIND = VLLM
 
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 RUNNING = ("vllm:num_requests_running",)
@@ -39,7 +38,7 @@ def parse_metrics(
     text: str, context: dict[str, int] | None = None
 ) -> tuple[list[ServedModel], list[str], str | None, int]:
     """(models — at most MAX_MODELS —, metric names used, a note on figures refused, models past the cap)."""
-    metrics = Metrics(text, PREFIX, WANTED)
+    metrics = Metrics(text, KIND.metric_prefix, WANTED)
     if not metrics.prefixed:
         raise ServerError("/metrics has no vllm: metrics")
     running = metrics.by_label("model_name", *RUNNING)
@@ -102,4 +101,4 @@ def read(base: str, timeout: float, want_version: bool = True) -> Reading:
             context = parse_model_list(get_json(f"{base}/v1/models", timeout))
         version = get_version(f"{base}/version", timeout)
     models, fields, note, more = parse_metrics(text, context)
-    return Reading(SERVER, version=version, models=models, fields=fields, note=note, more_models=more)
+    return Reading(KIND.name, version=version, models=models, fields=fields, note=note, more_models=more)
