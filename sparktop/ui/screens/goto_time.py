@@ -4,28 +4,18 @@ end), or None when cancelled."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from sparktop.sources.replay import parse_clock
+from sparktop.ui.screens.modal import DialogScreen
 
 
-class GotoTimeScreen(ModalScreen[float | None]):
+class GotoTimeScreen(DialogScreen[float]):
     DEFAULT_CSS = """
-    GotoTimeScreen { align: center middle; }
-    GotoTimeScreen > #dialog {
-        width: 60; max-width: 100%; height: auto; border: thick $primary; background: $surface; padding: 0 1;
-    }
-    GotoTimeScreen #title { text-style: bold; }
-    GotoTimeScreen #message { height: auto; color: $error; }
+    GotoTimeScreen > #dialog { width: 60; }
     """
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, position: str, length: str) -> None:
         """`position` and `length`: where the playback is and how long the recording is, as the header
@@ -50,6 +40,3 @@ class GotoTimeScreen(ModalScreen[float | None]):
             self.query_one("#message", Static).update(str(exc))
             return
         self.dismiss(seconds)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

@@ -7,8 +7,9 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Markdown
+
+from sparktop.ui.screens.modal import ReadingScreen
 
 HELP = """\
 # sparktop
@@ -140,23 +141,11 @@ Press **Esc**, **q** or **?** to close.
 """
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close"),
-        Binding("q", "close", "Close", show=False),
-        Binding("question_mark", "close", "Close", show=False),
-    ]
+class HelpScreen(ReadingScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("question_mark", "close", "Close", show=False)]
 
     DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90%;
-        max-width: 100;
-        height: 90%;
-        border: thick $primary;
-        background: $surface;
-        padding: 0 1;
-    }
+    HelpScreen > VerticalScroll { width: 90%; max-width: 100; height: 90%; }
     """
 
     # The scroll area takes the focus, so the arrow keys, PageUp/PageDown and Home/End scroll the help
@@ -166,6 +155,3 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
             yield Markdown(HELP)
-
-    def action_close(self) -> None:
-        self.dismiss(None)

@@ -10,31 +10,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from sparktop.ui.screens.modal import ReadingScreen
 
-class MessagesScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close"),
-        Binding("q", "close", "Close", show=False),
-        Binding("M", "close", "Close", show=False),
-        Binding("down,j", "scroll('down')", "Down", show=False),
-        Binding("up,k", "scroll('up')", "Up", show=False),
-        Binding("pagedown,space", "scroll('page_down')", "Page down", show=False),
-        Binding("pageup", "scroll('page_up')", "Page up", show=False),
-    ]
+
+class MessagesScreen(ReadingScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("M", "close", "Close", show=False)]
 
     DEFAULT_CSS = """
-    MessagesScreen { align: center middle; }
-    MessagesScreen > VerticalScroll {
-        width: 90%;
-        max-width: 120;
-        height: 80%;
-        border: thick $primary;
-        background: $surface;
-        padding: 0 1;
-    }
+    MessagesScreen > VerticalScroll { width: 90%; max-width: 120; height: 80%; }
     MessagesScreen .message { margin-bottom: 1; }
     """
 
@@ -51,10 +36,3 @@ class MessagesScreen(ModalScreen[None]):
             for when, title, text in self.messages:
                 line = Text.assemble((f"{when} ", "dim"), (f"{title}: " if title else "", "bold"), text)
                 yield Static(line, classes="message", markup=False)
-
-    def action_scroll(self, how: str) -> None:
-        scroll = self.query_one(VerticalScroll)
-        getattr(scroll, f"scroll_{how}")(animate=False)
-
-    def action_close(self) -> None:
-        self.dismiss(None)

@@ -8,32 +8,23 @@ Path saved to, or None when cancelled.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from sparktop.plan import Plan, PlanError, load_plan, save_plan
+from sparktop.ui.screens.modal import DialogScreen
 
 
-class PlanFileScreen(ModalScreen[Plan | Path | None]):
+class PlanFileScreen(DialogScreen[Plan | Path]):
     DEFAULT_CSS = """
-    PlanFileScreen { align: center middle; }
-    PlanFileScreen > #dialog {
-        width: 80; max-width: 100%; height: auto; border: thick $primary; background: $surface; padding: 0 1;
-    }
-    PlanFileScreen #title { text-style: bold; }
-    PlanFileScreen #message { height: auto; color: $error; }
+    PlanFileScreen > #dialog { width: 80; }
     PlanFileScreen #message.-confirm { color: $warning; }
     PlanFileScreen #buttons { height: auto; align-horizontal: right; }
     PlanFileScreen #buttons Button { margin-left: 1; }
     """
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, mode: str, plan: Plan, path: Path) -> None:
         """`mode` "save" writes `plan`; "load" reads a new plan with `plan.catalog`."""
@@ -90,9 +81,6 @@ class PlanFileScreen(ModalScreen[Plan | Path | None]):
             self._say(f"cannot write {path}: {reason}")
             return
         self.dismiss(path)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
     @on(Input.Changed, "#path")
     def _path_changed(self) -> None:
