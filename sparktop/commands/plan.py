@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparktop.commands.common import EXIT_BAD_INPUT
 from sparktop.core.safe_text import json_visible, say, visible_lines
@@ -250,41 +250,61 @@ def render(ev: Evaluation, verbose: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_list(catalog: Catalog, filter_text: str, facts: LiveFacts | None = None) -> str:
-    """The catalog as a table; `facts`: a peak measured on this machine is named beside the estimate."""
+def list_rows(catalog: Catalog, filter_text: str, facts: LiveFacts | None = None) -> list[dict[str, Any]]:
+    """The catalog entries matching `filter_text`, each with its estimate (`gb`: mid, decimal GB; None when
+    it cannot be estimated alone) and, from `facts`, the peak measured on this machine."""
     from sparktop.plan.measured import measured_line
 
     entries = catalog.list(filter_text)
-    if not entries:
-        return f"no catalog workload matches {filter_text!r}\n"
     plan = Plan(catalog)
     peaks = facts.entry_peaks(entries) if facts is not None else {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for entry in entries:
         measured = peaks.get(entry.name)
-        desc = f"{entry.description} · {measured_line(measured)}" if measured else entry.description
         try:
             item = plan.add(entry.name)
             ev = evaluate(Plan(catalog, [item]))
-            gb = f"{ev.items[0].total.mid / GB:.1f}"
+            gb: float | None = round(ev.items[0].total.mid / GB, 1)
         except PlanError:
-            gb = "?"
-        kind = kind_label(entry.kind, entry.engine)
-        rows.append((entry.name, kind, gb, entry.source, desc))
-    width = min(max(len(r[0]) for r in rows) + 2, 48)
+            gb = None
+        rows.append({
+            "name": entry.name,
+            "kind": kind_label(entry.kind, entry.engine),
+            "gb": gb,
+            "source": entry.source,
+            "description": entry.description,
+            "measured": measured_line(measured) if measured else None,
+        })  # fmt: skip
+    return rows
+
+
+def render_list(catalog: Catalog, filter_text: str, facts: LiveFacts | None = None) -> str:
+    """The catalog as a table; `facts`: a peak measured on this machine is named beside the estimate."""
+    rows = list_rows(catalog, filter_text, facts)
+    if not rows:
+        return f"no catalog workload matches {filter_text!r}\n"
+    width = min(max(len(r["name"]) for r in rows) + 2, 48)
     out = [f"{'NAME':<{width}}{'KIND':<11}{'GB':>7}  {'SOURCE':<14}DESCRIPTION"]
-    for name, kind, gb, source, desc in rows:
-        out.append(f"{name:<{width}}{kind:<11}{gb:>7}  {source:<14}{desc}")
+    for r in rows:
+        gb = "?" if r["gb"] is None else f"{r['gb']:.1f}"
+        desc = f"{r['description']} · {r['measured']}" if r["measured"] else r["description"]
+        out.append(f"{r['name']:<{width}}{r['kind']:<11}{gb:>7}  {r['source']:<14}{desc}")
     return "\n".join(out) + "\n"
 
 
 # --- entry points ------------------------------------------------------------------------------------------
 
 
-def _fail(message: str, as_json: bool, suggestions: list[str] | None = None) -> int:
-    say("sparktop plan", message)
+def _fail(
+    message: str, as_json: bool, suggestions: list[str] | None = None, more: Sequence[str] = ()
+) -> int:
+    """Say `message` and each of `more` (the other problems of a plan file), one line each; with --json,
+    also one JSON object on stdout: `error` (the first), `problems` (all) and `suggestions`."""
+    for line in (message, *more):
+        say("sparktop plan", line)
     if as_json:
-        print(json_visible(json.dumps({"error": message, "suggestions": suggestions or []})))
+        answer = {"error": message, "problems": [message, *more], "suggestions": suggestions or []}
+        print(json_visible(json.dumps(answer)))
     return EXIT_BAD_INPUT
 
 
@@ -325,13 +345,17 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
 
     if getattr(args, "list_filter", None) is not None:
         facts = _facts(None, use_measured=True)
-        sys.stdout.write(visible_lines(render_list(catalog, args.list_filter, facts)))
+        if as_json:
+            rows = list_rows(catalog, args.list_filter, facts)
+            print(json_visible(json.dumps({"workloads": rows, "errors": problems}, indent=2)))
+        else:
+            sys.stdout.write(visible_lines(render_list(catalog, args.list_filter, facts)))
         return 0
 
     try:
         plan = build_plan(catalog, args.workloads or [], getattr(args, "file", None))
     except PlanError as exc:
-        return _fail(str(exc), as_json, exc.suggestions)
+        return _fail(str(exc), as_json, exc.suggestions, [str(p) for p in exc.problems[1:]])
     if not len(plan):
         return _fail("nothing to plan: name workloads (see --list) or give --file PLAN.toml", as_json)
 

@@ -35,25 +35,35 @@ HEADER = "# sparktop what-if plan: `sparktop plan --file THIS.toml` evaluates it
 
 
 def loads_plan(text: str, catalog: Catalog, source: str = "<plan>") -> Plan:
-    """A plan from TOML text; PlanError (`FILE:LINE: key: message`) on the first problem."""
+    """A plan from TOML text. PlanError (`FILE:LINE: key: message`) when anything is wrong: the first
+    problem, with every problem in the file in its `problems`, in line order (a user fixes them all at once,
+    not one run each)."""
     try:
         tables, lines = read_plan_tables(text, source)
     except SettingsError as exc:
         raise PlanError(exc.message, field=exc.key, line=exc.line, source=source) from None
     plan = Plan(catalog)
+    problems: list[PlanError] = []
     for i, (start, raw) in enumerate(tables):
         params = dict(raw)
         name = params.pop("name", None)
         if name is not None and not isinstance(name, str):
-            raise PlanError(
+            problems.append(PlanError(
                 f"expected a string, not {name!r}", field="name", line=lines.line(("workload", i, "name")),
                 source=source,
-            )  # fmt: skip
+            ))  # fmt: skip
+            continue
         try:
             plan.add(name, **params).line = start
         except PlanError as exc:
-            line = lines.line(("workload", i, exc.field)) if exc.field else start
-            raise exc.located(source, line) from None
+            # A problem with no key is the workload's own (an unknown name): its `name` line, if it has one.
+            key = exc.field or ("name" if name is not None else None)
+            line = (lines.line(("workload", i, key)) if key else None) or start
+            problems.append(exc.located(source, line))
+    if problems:
+        first = problems[0]
+        first.problems = problems
+        raise first
     return plan
 
 

@@ -58,6 +58,8 @@ class PlanError(ValueError):
     ) -> None:
         self.message, self.field, self.suggestions = message, field, suggestions or []
         self.line, self.source = line, source
+        # Every problem found (a plan file's, each with its line): this one first. `str()` is the first.
+        self.problems: list[PlanError] = [self]
         super().__init__(self._text())
 
     def _text(self) -> str:

@@ -369,3 +369,38 @@ def test_list_understands_kind_and_source_like_the_find_box(capsys):
     main(["--list", "whisper kind:sp source:ref", "--no-discover"])
     rows = capsys.readouterr().out.splitlines()[1:]
     assert [row.split()[:2] for row in rows] == [["faster-whisper-large-v3", "speech"]]
+
+
+def test_list_with_json_prints_json(capsys):
+    """Issue 32 item 6: `plan --list qwen3 --json` printed the text table."""
+    assert main(["--list", "qwen3", "--json", "--no-discover"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    names = [w["name"] for w in data["workloads"]]
+    assert names and all("qwen3" in (w["name"] + w["description"]).lower() for w in data["workloads"])
+    row = data["workloads"][0]
+    assert set(row) >= {"name", "kind", "gb", "source", "description", "measured"}
+    assert row["gb"] is None or row["gb"] > 0
+
+
+def test_list_with_json_and_no_match_is_an_empty_list(capsys):
+    assert main(["--list", "no-such-model-anywhere", "--json", "--no-discover"]) == 0
+    assert json.loads(capsys.readouterr().out)["workloads"] == []
+
+
+def test_plan_file_with_two_bad_entries_reports_both(capsys, tmp_path):
+    """Issue 32 item 6: a plan file with a bad context (line 3) and an unknown workload (line 6) reported only
+    the first; every problem is reported, each with its file and line."""
+    plan = tmp_path / "two-bad.toml"
+    plan.write_text(
+        '[[workload]]\nname = "llama3.1:70b"\ncontext = "huge"\n\n[[workload]]\nname = "no-such-model"\n'
+        '\n[[workload]]\nname = "f5-tts"\n'
+    )
+    assert main(["--machine=spark", "--file", str(plan)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert err[0].startswith(f"sparktop plan: {plan}:3:") and "context" in err[0]
+    assert err[1].startswith(f"sparktop plan: {plan}:6:") and "unknown workload 'no-such-model'" in err[1]
+    assert main(["--machine=spark", "--json", "--file", str(plan)]) == EXIT_BAD_INPUT
+    answer = json.loads(capsys.readouterr().out)
+    assert [p.split(":")[1] for p in answer["problems"]] == ["3", "6"]
+    assert answer["error"] == answer["problems"][0]

@@ -289,7 +289,8 @@ def test_plan_file_errors_name_the_line_and_field(catalog):
 
     with pytest.raises(PlanError) as err:
         loads_plan('[[workload]]\ncontext = 8192\nname = "lama3.1:70b"\n', catalog, "p.toml")
-    assert str(err.value).startswith("p.toml:1: unknown workload 'lama3.1:70b'")
+    # Issue 32 item 6: an unknown workload is located at its name, not at its table's first line.
+    assert str(err.value).startswith("p.toml:3: unknown workload 'lama3.1:70b'")
     assert "llama3.1:70b" in err.value.suggestions
 
     with pytest.raises(PlanError) as err:

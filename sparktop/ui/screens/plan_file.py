@@ -62,7 +62,8 @@ class PlanFileScreen(DialogScreen[Plan | Path]):
             try:
                 plan = load_plan(path, self.plan.catalog)
             except PlanError as exc:
-                self._say(str(exc).splitlines()[0])
+                more = len(exc.problems) - 1  # `sparktop plan --file` lists them all
+                self._say(str(exc).splitlines()[0] + (f" (and {more} more)" if more else ""))
                 return
             self.dismiss(plan)
             return
