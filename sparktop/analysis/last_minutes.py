@@ -30,11 +30,17 @@ def summarize_last_minutes(
     parts = [f"pool {fmt_bytes(used[start_i])} → {fmt_bytes(used[-1])} (peak {fmt_bytes(peak)})"]
     growth = []
     for key in history.known_keys():
-        series = [v for v in history.series(key)[start_i:] if v is not None]
-        if len(series) >= 2 and series[-1] - series[0] >= MIN_GROWTH:
-            growth.append(
-                (series[-1] - series[0], history.label(key) if key != UNATTRIBUTED else "unattributed")
-            )
+        window = history.series(key)[start_i:]
+        series = [v for v in window if v is not None]
+        if not series:
+            continue
+        # A consumer that appeared within the window grew from nothing: all it holds is new (a training run
+        # that arrived holding 19 GiB is the story, not the 90 MiB it added after its first reading).
+        arrived = window[0] is None
+        delta = series[-1] - (0 if arrived else series[0])
+        if (arrived or len(series) >= 2) and delta >= MIN_GROWTH:
+            label = history.label(key) if key != UNATTRIBUTED else "unattributed"
+            growth.append((delta, f"{label} (new)" if arrived else label))
     growth.sort(reverse=True)
     if growth:
         parts.append("grew: " + ", ".join(f"{label} +{fmt_bytes(delta)}" for delta, label in growth[:TOP]))

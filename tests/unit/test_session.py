@@ -14,6 +14,7 @@ from sparktop.core.snapshot import GB
 from sparktop.session.session import Session
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.replay import ReplaySource
+from sparktop.sources.snapshot_source import SourceExhausted
 
 
 class Clock:
@@ -189,3 +190,27 @@ def test_a_held_creep_alert_names_its_process_by_what_it_runs_now() -> None:
             held += 1
             assert [a.label for a in session.creep] == ["python3 (4242)"]  # held, under its name of now
     assert held, "the rule should blink on this climb (else this test shows nothing)"
+
+
+def test_replay_end_names_a_consumer_that_arrived_mid_recording(tmp_path: Path) -> None:
+    """Issue 32 item 4: `record --demo contention --duration 135` replayed ended with "grew: unattributed
+    +92 MiB": the training run that arrived at 1:00 holding ~19 GiB was counted from its first reading, not
+    from nothing, and was not named. Made as `record` makes it (the demo source, the recorder), replayed as
+    `--replay` plays it."""
+    path = tmp_path / "c.jsonl"
+    # 135 ticks (the demo's clock moves 1 s a sample, whatever the interval): `--duration 135`.
+    assert record(DemoSource("contention", seed=0), path, interval=0.001, duration=0.135, fsync=False) == 135
+    session = Session()
+    replay = ReplaySource(path)
+    while True:
+        try:
+            session.ingest(replay.sample())
+        except SourceExhausted as exc:
+            session.end(str(exc))
+            break
+    message = session.end_message
+    grew = message.split("grew: ", 1)[1].split(";")[0]
+    first = grew.split(", ")[0]
+    assert first.startswith("ssd-tetris-train-1 (new) +"), message
+    size, unit = first.rsplit("+", 1)[1].split()
+    assert unit == "GiB" and float(size) > 10, message
