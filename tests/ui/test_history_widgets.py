@@ -116,6 +116,20 @@ async def test_a_short_history_comes_in_from_the_right_of_a_short_axis() -> None
         assert chart_text(chart).splitlines()[-2].split()[0] == "-25"  # ticks every 5 min from -29.98
 
 
+def test_the_readme_describes_the_axis_the_chart_draws() -> None:
+    """Issue 32 item 5: README said "on an axis at least ten minutes wide" while the chart opens at one
+    minute and grows 1, 2, 5, 10 minutes (as a user asked: the first minutes were four dots at the edge of
+    a ten-minute axis). The README says what the chart does, from the steps the chart uses."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    history = readme[readme.index("- **History**") :][:400]
+    minutes = [f"{s / 60:g}" for s in HistoryChart.SPAN_STEPS_S]
+    steps = f"{', '.join(minutes[:-1])}, then {minutes[-1]} minutes"
+    assert steps in history, history[:300]
+    assert "at least ten minutes" not in readme
+
+
 async def test_the_pool_line_is_named() -> None:
     history, pool = demo_history(samples=100)
     app = HistoryApp()
