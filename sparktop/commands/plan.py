@@ -295,9 +295,7 @@ def render_list(catalog: Catalog, filter_text: str, facts: LiveFacts | None = No
 # --- entry points ------------------------------------------------------------------------------------------
 
 
-def _fail(
-    message: str, as_json: bool, suggestions: list[str] | None = None, more: Sequence[str] = ()
-) -> int:
+def _fail(message: str, as_json: bool, suggestions: list[str] | None = None, more: Sequence[str] = ()) -> int:
     """Say `message` and each of `more` (the other problems of a plan file), one line each; with --json,
     also one JSON object on stdout: `error` (the first), `problems` (all) and `suggestions`."""
     for line in (message, *more):
