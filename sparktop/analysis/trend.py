@@ -6,6 +6,7 @@ are for the WHOLE POOL: `used now + rate × t = line`, because the pool is what 
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from bisect import bisect_left
@@ -75,6 +76,15 @@ FAST_MIN_RATE = 1e9 / 60  # bytes per second: 1 GB/min
 FAST_MIN_RISE = 256 * 1024**2
 FAST_MIN_R2 = 0.9
 FAST_HORIZON_S = 15 * 60.0
+# A consumer that started with others (first seen within BURST_GAP_S of another newcomer) is not judged by
+# the fast rule in its first START_GRACE_S: processes and containers starting together (a compose stack, a
+# test harness, four hogs) each fault their memory in over seconds, slower as they compete (a quarter minute
+# on a busy machine), and those rises are steps being taken, not runaways: four hogs and two containers
+# starting together alerted "+6.9 GiB/min" for a one-off 2 GiB. One that still climbs past the grace is
+# judged then. A process starting alone is judged at once (2 GB at 100 MB/s is over in 20 s), and so is a
+# consumer that was there when the history began (its start is not known).
+BURST_GAP_S = 5.0
+START_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -324,6 +334,21 @@ def _is_creep(ts: list[float], vs: list[int], window_s: float, min_rate_bytes_pe
     return fit
 
 
+def rising_slope(ts: list[float], vs: list[int], min_rate_bytes_per_s: float) -> float | None:
+    """The least-squares slope (per second) of a series that still climbs at it, at least as fast as
+    `min_rate_bytes_per_s`, and has not given back half of its rise within the window (memory allocated and
+    freed: a test suite, a batch job); else None. Laxer than the creep rule (no fit, thirds or step test):
+    the freeze forecast sums it over the consumers to say how fast the pool fills now."""
+    if len(ts) < MIN_POINTS or _slope_cannot_reach(ts, vs, min_rate_bytes_per_s):
+        return None
+    slope = slope_per_s(ts, vs)
+    if slope is None or slope < min_rate_bytes_per_s:
+        return None
+    if _max_drawdown(vs) >= MAX_DRAWDOWN_SHARE * slope * (ts[-1] - ts[0]):
+        return None
+    return slope if still_rising(ts, vs, slope) else None
+
+
 def _is_fast(ts: list[float], vs: list[int]) -> _Fit | None:
     """The fit when the last FAST_WINDOW_S show a fast, clean, still-going rise (see FAST_* above)."""
     if len(ts) < FAST_MIN_POINTS or ts[-1] - ts[0] < FAST_MIN_COVERAGE * FAST_WINDOW_S:
@@ -375,6 +400,23 @@ def collecting_s(history: History, window_s: float = 300) -> float | None:
     return need - have if have < need else None
 
 
+def _started_together(windows: dict[str, tuple[list[float], list[int]]], times: list[float]) -> set[str]:
+    """The keys that appeared less than START_GRACE_S ago within BURST_GAP_S of another that did."""
+    if not times:
+        return set()
+    now, began = times[-1], times[0]
+    born = sorted(
+        (ts[0], key)
+        for key, (ts, _vs) in windows.items()
+        if ts and began < ts[0] and now - ts[0] < START_GRACE_S
+    )
+    together: set[str] = set()
+    for (t1, k1), (t2, k2) in itertools.pairwise(born):
+        if t2 - t1 <= BURST_GAP_S:
+            together.update((k1, k2))
+    return together
+
+
 def detect_creep(
     history: History,
     safe_bytes: int,
@@ -389,10 +431,13 @@ def detect_creep(
         return []
     min_rate = min_rate_bytes_per_min / 60
     alerts: list[CreepAlert] = []
-    for key in history.present_keys():
-        ts, vs = history.window(key, window_s)
+    windows = {key: history.window(key, window_s) for key in history.present_keys()}
+    starting = _started_together(windows, history.times())
+    for key, (ts, vs) in windows.items():
         fit = _is_creep(ts, vs, window_s, min_rate)
         if fit is None:
+            if key in starting:
+                continue  # starting up with others (START_GRACE_S)
             cut = bisect_left(ts, ts[-1] - FAST_WINDOW_S) if ts else 0
             fit = _is_fast(ts[cut:], vs[cut:])
             if fit is None or not _soon(used_now, fit.slope, max_bytes, pool_bytes):
@@ -475,4 +520,21 @@ def _refreshed(alert: CreepAlert, current_bytes: int, used_now: int, pool_bytes:
         eta_safe_s=eta_s(used_now, rate, alert.safe_bytes or 0),
         eta_aggressive_s=eta_s(used_now, rate, alert.max_bytes or 0),
         eta_pool_s=eta_s(used_now, rate, pool_bytes),
+    )
+
+
+def at_pool_rate(
+    alert: CreepAlert, pool_rate_bytes_per_s: float, pool_bytes: int, reserve_bytes: int
+) -> CreepAlert:
+    """`alert` with the ETAs of the whole pool filling at `pool_rate_bytes_per_s` (every grower together:
+    the exhaustion forecast's rate), the pool counted as exhausted at `reserve_bytes` from full as the
+    forecast counts it: each creep line then says when the pool crosses a line as the banner does."""
+    used = alert.pool_used_bytes
+    if used is None or pool_rate_bytes_per_s <= 0:
+        return alert
+    return replace(
+        alert,
+        eta_safe_s=eta_s(used, pool_rate_bytes_per_s, alert.safe_bytes or 0),
+        eta_aggressive_s=eta_s(used, pool_rate_bytes_per_s, alert.max_bytes or 0),
+        eta_pool_s=eta_s(used, pool_rate_bytes_per_s, max(1, pool_bytes - reserve_bytes)),
     )
