@@ -16,6 +16,14 @@ warning has to come while there is still time to act. The forecast answers three
 the guard and the dashboard warn when it changes to a nearer horizon. The consumer driving the growth is the
 one whose own total grows fastest over the same window (named with a warning only).
 
+**One rate for every view.** When consumers creep (`growers`: the creep alerts on show, held ones
+included), the pool fills at the sum of their rates, and that is the forecast's rate: the banner and the
+creep lines under it then say the same thing (`trend.at_pool_rate` gives each creep line the ETAs of this
+rate), and a grower that stops leaves the rate within a few ticks, as its alert goes. A fit of the pool
+itself lagged (it still said +6 GiB/min 24 s after a 3 GiB/min grower stopped) and broke whenever others
+allocated and freed beside the grower (the banner blinked for as long as the growth went on). The pool's
+own slope is used only when no consumer creeps (growth spread over many, or nobody's).
+
 A warning follows the real state, not each tick's verdict (`previous`: the last tick's forecast). The strict
 rule raises it. Once raised, other programs on the machine (a test suite allocating and freeing 1.5 GiB, a
 browser) break the strict rule's fit for a few ticks while the grower goes on: the guard said `clear: no
@@ -28,10 +36,18 @@ HORIZON_SLACK × the horizon warned about (an ETA that wavers about a horizon do
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sparktop.analysis.history import UNATTRIBUTED, History
-from sparktop.analysis.trend import rate_per_min, slope_per_s, still_rising, sustained_slope
+from sparktop.analysis.trend import (
+    CreepAlert,
+    rate_per_min,
+    rising_slope,
+    slope_per_s,
+    still_rising,
+    sustained_slope,
+)
 from sparktop.core.format import fmt_bytes, fmt_duration, fmt_rate
 from sparktop.core.snapshot import HostMemory
 
@@ -40,6 +56,7 @@ DEFAULT_WINDOW_S = 120.0
 DEFAULT_RESERVE_SHARE = 0.05  # earlyoom's SIGKILL level
 STALL_FULL_AVG10 = 10.0  # the pressure rule's own CRITICAL level for PSI full (sparktop/analysis/pressure.py)
 MIN_RATE_BYTES_PER_S = 5e6  # 300 MB/min: slower than this the pool is not "running out" on any horizon
+MIN_KEY_RATE_BYTES_PER_S = 50e6 / 60  # a consumer adds to the fill rate from the creep rule's 50 MB/min
 HORIZON_SLACK = 1.25  # a warned horizon is kept until the ETA is this far past it
 # A stall is over when PSI full avg10 falls under this share of the stall level, not at the level: a value
 # that hovers about 10 % warned and cleared in turn. avg10 decays by half in ~7 s once the stall ends.
@@ -123,6 +140,30 @@ def _still_filling(history: History, ts: list[float], vs: list[int], window_s: f
     return None
 
 
+def _fill_rate(
+    history: History, window_s: float, growers: Sequence[CreepAlert]
+) -> tuple[float, tuple[str, float] | None]:
+    """How fast the pool fills from what keeps growing, and the fastest grower (label, rate): each creep
+    alert at the rate its line says, and each other consumer still climbing steadily over the window
+    (`trend.rising_slope`: a two-minute-old grower the five-minute creep rule has not judged yet, growth
+    nobody owns). A grower that stopped, a step that ended and memory allocated and freed add nothing."""
+    total = 0.0
+    fastest: tuple[str, float] | None = None
+    alerted = {a.key for a in growers}
+    rates = [(a.label, a.rate_bytes_per_s) for a in growers]
+    for key in history.present_keys():
+        if key in alerted:
+            continue
+        rate = rising_slope(*history.window(key, window_s), MIN_KEY_RATE_BYTES_PER_S)
+        if rate is not None:
+            rates.append((history.label(key), rate))
+    for label, rate in rates:
+        total += rate
+        if fastest is None or rate > fastest[1]:
+            fastest = (label, rate)
+    return total, fastest
+
+
 def forecast(
     history: History,
     memory: HostMemory,
@@ -131,15 +172,23 @@ def forecast(
     reserve_bytes: int | None = None,
     stall_full_avg10: float = STALL_FULL_AVG10,
     previous: Forecast | None = None,
+    growers: Sequence[CreepAlert] = (),
 ) -> Forecast:
     """The forecast for the latest tick in `history` (see the module docstring); `memory` is that tick's,
-    `previous` the last tick's forecast (a warning is held while the growth behind it goes on)."""
+    `previous` the last tick's forecast (a warning is held while the growth behind it goes on), `growers`
+    the creep alerts on show this tick (their summed rate is the pool's)."""
     reserve = int(memory.total * DEFAULT_RESERVE_SHARE) if reserve_bytes is None else max(0, reserve_bytes)
     ts, vs = _pool_window(history, window_s)
-    slope = sustained_slope(ts, vs, window_s, MIN_RATE_BYTES_PER_S) if len(ts) >= 2 else None
+    growing = [a for a in growers if a.rate_bytes_per_s > 0]
+    pool_slope = sustained_slope(ts, vs, window_s, MIN_RATE_BYTES_PER_S) if len(ts) >= 2 else None
     warned_before = previous.warned_horizon if previous is not None and previous.rate_bytes_per_s else None
-    if slope is None and warned_before is not None and len(ts) >= 2:
-        slope = _still_filling(history, ts, vs, window_s)
+    slope: float | None = None
+    fastest: tuple[str, float] | None = None
+    if pool_slope is not None or growing or warned_before is not None:
+        fill, fastest = _fill_rate(history, window_s, growing)
+        slope = fill or pool_slope
+        if slope is None and warned_before is not None and len(ts) >= 2:
+            slope = _still_filling(history, ts, vs, window_s)
     headroom = memory.available - reserve
     if headroom <= 0:
         eta: float | None = 0.0
@@ -160,7 +209,12 @@ def forecast(
     if warned_before is not None and eta is not None and eta <= warned_before * HORIZON_SLACK:
         inside.append(warned_before)  # not receded far enough to call it over
     # Who drives it is said only with a warning: finding out costs a fit per consumer, every tick.
-    driver, driver_rate = _driver(history, window_s) if (inside or stalling) else (None, None)
+    driver: str | None
+    driver_rate: float | None
+    if fastest is not None and (inside or stalling):  # the fastest grower, at the rate its creep line says
+        driver, driver_rate = fastest
+    else:
+        driver, driver_rate = _driver(history, window_s) if (inside or stalling) else (None, None)
     return Forecast(
         available_bytes=memory.available,
         reserve_bytes=reserve,

@@ -118,6 +118,7 @@ class Guard:
             window_s=self.settings.window_s,
             reserve_bytes=self.settings.reserve_bytes,
             previous=self.last_forecast,  # a warning is held while the growth behind it goes on
+            growers=self.session.creep,  # the dashboard's rate: what creeps, together
         )
         self.last_forecast = fc
         self._warn(fc, snapshot, sent, now)

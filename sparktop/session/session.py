@@ -36,8 +36,10 @@ from sparktop.analysis.lines import SPARK_POOL, LineChoice, Lines
 from sparktop.analysis.pressure import PressureAssessment, PressureLevel, PressureTracker
 from sparktop.analysis.row_trends import RowTrends
 from sparktop.analysis.series import GpuSeries, PoolSeries
-from sparktop.analysis.trend import CreepAlert, CreepHold, detect_creep, rate_per_min
+from sparktop.analysis.throttle import ThrottleWatch
+from sparktop.analysis.trend import CreepAlert, CreepHold, at_pool_rate, detect_creep, rate_per_min
 from sparktop.core.snapshot import Snapshot
+from sparktop.session.message_log import MessageLog
 
 CREEP_WINDOW_S = 300.0  # the slope behind creep alerts and the tables' growth column
 LATE_AFTER_S = 5.0  # a sample this late (or 3 intervals, if longer) makes the data stale
@@ -56,10 +58,12 @@ class Session:
         history_hours: float = 6.0,
         clock: Callable[[], float] | None = None,
         creep_window_s: float = CREEP_WINDOW_S,
+        units: str = "GiB",
     ) -> None:
         self.line_choice = LineChoice(safe_bytes, max_bytes)
         self.clock = clock or time.time
         self.creep_window_s = creep_window_s
+        self.units = units  # of the figures in the messages
         self.lock = threading.RLock()
         self.latest: Snapshot | None = None
         self.assessment: PressureAssessment | None = None
@@ -78,6 +82,11 @@ class Session:
         self.forecast: Forecast | None = None  # when the pool runs out on this trend (the guard's rule)
         self._psi_full: deque[tuple[float, float]] = deque(maxlen=900)  # (time, PSI full avg10)
         self._announced_level: PressureLevel | None = None
+        # Every alert raised and cleared, banner, pressure level, throttle and problem, with its time (M).
+        self.messages = MessageLog()
+        self._throttles = ThrottleWatch()  # says when a GPU throttle has lasted, and when it is over
+        self._logged_level = PressureLevel.OK
+        self._logged_errors: frozenset[str] = frozenset()
 
     @classmethod
     def for_config(cls, config: object, clock: Callable[[], float] | None = None) -> Session:
@@ -88,6 +97,7 @@ class Session:
             max_bytes=choice.aggressive,
             history_hours=float(getattr(config, "history_hours", 6.0)),
             clock=clock,
+            units=str(getattr(config, "units", "GiB")),
         )
 
     @property
@@ -115,6 +125,7 @@ class Session:
             self.history.add(snapshot)
             self.process_trends.add_snapshot(snapshot)
             self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
+            self._log_data(snapshot)
             self.gpu_series.push(snapshot.gpu)
             self.pool_series.push(snapshot.memory)
             if analyse:
@@ -141,16 +152,63 @@ class Session:
         held = self._creep_hold.update(raised, self.history, snapshot.timestamp, total)
         # A held alert keeps the label it was raised with: name its consumer as this tick does (a process
         # that exec'd another program is the same consumer under another name).
-        self.creep = [
+        creep = [
             a if a.label == self.history.label(a.key) else replace(a, label=self.history.label(a.key))
             for a in held
         ]
-        self.forecast = forecast(self.history, snapshot.memory, previous=self.forecast)
+        was = self.forecast
+        fc = forecast(self.history, snapshot.memory, previous=was, growers=creep)
+        self.forecast = fc
+        if creep and fc.rate_bytes_per_s:
+            # One rate for the banner and the creep lines: every line says when the pool, filling at the
+            # forecast's rate (all growers together), crosses it (analysis/forecast.py).
+            creep = [at_pool_rate(a, fc.rate_bytes_per_s, total, fc.reserve_bytes) for a in creep]
+        before, self.creep = self.creep, creep
+        self._log_alerts(snapshot.timestamp, before, was)
+
+    # -- the messages (M) ------------------------------------------------------------------------------------
+
+    def _log_data(self, snapshot: Snapshot) -> None:
+        """What every snapshot may say, analysed or not: throttles, pressure levels, new problems."""
+        at = snapshot.timestamp
+        slowed, over = self._throttles.update(snapshot.gpu.gpus, at)
+        for line in (*slowed, *over):
+            self.messages.add(at, "GPU slowed", line)
+        level = self.level
+        if level != self._logged_level:
+            reasons = self.assessment.reasons if self.assessment is not None else []
+            why = f": {'; '.join(reasons)}" if reasons and level != PressureLevel.OK else ""
+            self.messages.add(at, "pressure", f"memory pressure {self._logged_level} → {level}{why}")
+            self._logged_level = level
+        errors = frozenset(snapshot.errors)
+        for error in snapshot.errors:
+            if error not in self._logged_errors:  # said once while it lasts, again if it comes back
+                self.messages.add(at, "problem", error)
+        self._logged_errors = errors
+
+    def _log_alerts(self, at: float, before: list[CreepAlert], was: Forecast | None) -> None:
+        """Creep alerts raised and cleared, and the exhaustion warning (the banner) raised, nearer, over."""
+        old = {a.key: a for a in before}
+        new = {a.key for a in self.creep}
+        for alert in self.creep:
+            if alert.key not in old:
+                self.messages.add(at, "creep", alert.message(self.units))
+        for key, alert in old.items():
+            if key not in new:
+                self.messages.add(at, "creep over", f"{alert.label} no longer creeps")
+        now = self.forecast
+        if now is None:
+            return
+        warned_before = was.warned_horizon if was is not None else None
+        if now.warned_horizon is not None and (warned_before is None or now.warned_horizon < warned_before):
+            self.messages.add(at, "exhaustion", f"▲ {now.message()}")
+        elif now.warned_horizon is None and warned_before is not None:
+            self.messages.add(at, "exhaustion over", now.message())
 
     # -- saving and restoring it (a replay's seek) -------------------------------------------------------
 
     # How it was made, not what it has seen: not saved, and kept by the session restored into.
-    _NOT_STATE = frozenset({"lock", "clock", "line_choice", "creep_window_s"})
+    _NOT_STATE = frozenset({"lock", "clock", "line_choice", "creep_window_s", "units"})
 
     def checkpoint(self) -> bytes:
         """Everything this session has taken in, as bytes (`restore` puts it back): a replay keeps one every
@@ -168,7 +226,10 @@ class Session:
     def fail(self, reason: str) -> None:
         """A sample failed: the last good snapshot stays, marked stale with this one-line reason."""
         with self.lock:
-            self.stale_reason = reason or "no data"
+            reason = reason or "no data"
+            if reason != self.stale_reason:
+                self.messages.add(self.clock(), "stale", reason)
+            self.stale_reason = reason
 
     def end(self, message: str = "") -> None:
         """A finite source (a recording) has nothing more: the last snapshot stays, marked as the end, with
@@ -179,6 +240,8 @@ class Session:
             summary = self.last_minutes()
             if summary:
                 self.end_message += f" — {summary}"
+            end = self.history.latest_time
+            self.messages.add(self.clock() if end is None else end, "end", self.end_message)
 
     def last_minutes(self, minutes: float = 5.0) -> str | None:
         """Who grew, which line was crossed and how hard memory pressed in the last `minutes` of the data:
@@ -199,6 +262,8 @@ class Session:
                 return False
             late = self.clock() - self.last_good_at
             if late > max(LATE_AFTER_S, 3 * interval):
+                if self.stale_reason is None:  # said once, not each second it grows
+                    self.messages.add(self.clock(), "stale", f"no data for {late:.0f} s (the source is slow)")
                 self.stale_reason = f"no data for {late:.0f} s (the source is slow)"
                 return True
             return False
