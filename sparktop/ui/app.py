@@ -30,9 +30,9 @@ from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from sparktop.analysis.lines import LineChoice
-from sparktop.analysis.throttle import ThrottleWatch
-from sparktop.core.safe_text import error_line, visible, visible_lines
+from sparktop.core.safe_text import error_line
 from sparktop.core.snapshot import Snapshot
+from sparktop.session.message_log import MessageLog
 from sparktop.session.playback import Batch, Playback
 from sparktop.session.session import Session
 from sparktop.settings.config import Config
@@ -46,7 +46,6 @@ from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.toasts import PlainToastApp
 
-MAX_MESSAGES = 200  # the messages screen keeps the latest this many
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 # A read-only browser session (`sparktop web`): its user is whoever has the page, not this machine's user.
 NO_FILES = "read-only browser session: no files on the server"
@@ -115,8 +114,8 @@ class SparktopApp(PlainToastApp):
         self._replay_start = replay_start
         self._index_problem_said = False
         self._startup_messages = list(startup_messages)
-        self.messages: list[tuple[str, str, str]] = []  # (time, title, text) of each warning and error
-        self._throttles = ThrottleWatch()  # says when a GPU throttle has lasted, and when it is over
+        # What the app itself said (toasts that warned, actions): the session keeps what the data said.
+        self._said = MessageLog()
         self._on_first_frame = on_first_frame
         self._spark_themes, theme_errors = load_themes(user_theme_dir)
         self._startup_messages.extend(theme_errors)
@@ -139,9 +138,17 @@ class SparktopApp(PlainToastApp):
             self.remember(message, title)
 
     def remember(self, message: str, title: str = "") -> None:
-        """Keep a warning for the messages screen (M) without a toast (the 4th and later of a burst)."""
-        self.messages.append((time.strftime("%H:%M:%S"), visible(title), visible_lines(message)))
-        del self.messages[:-MAX_MESSAGES]
+        """Keep a message for the messages screen (M) without a toast (the 4th and later of a burst, an
+        action's outcome)."""
+        self._said.add(self.clock(), title, message)
+
+    @property
+    def messages(self) -> list[tuple[str, str, str]]:
+        """(time, title, text) of every message, oldest first: the app's own (toasts that warned, actions)
+        and the session's (alerts raised and cleared, the exhaustion banner, pressure, throttles, problems:
+        sparktop/message_log.py)."""
+        merged = sorted([*self._said, *self.session.messages], key=lambda m: m.at)
+        return [(time.strftime("%H:%M:%S", time.localtime(m.at)), m.title, m.text) for m in merged]
 
     # -- the screen ----------------------------------------------------------------------------------------
 
@@ -302,7 +309,6 @@ class SparktopApp(PlainToastApp):
                         severity="warning", markup=False)  # fmt: skip
         if session is not None:
             self.session = session
-            self._throttles = ThrottleWatch()  # it saw another stretch of time
             self.dashboard.forget_chart()
             if self.paused:
                 self.frozen = session.latest
@@ -369,12 +375,9 @@ class SparktopApp(PlainToastApp):
         leave)."""
         self._follow_stated_lines()
         self.session.ingest(snapshot, analyse)
+        # A throttle that lasts under load goes to the messages (M) through the session, as does its end;
+        # no toast: the GPU panel already says it, in yellow, while it lasts.
         self.stops.observe(snapshot)
-        # A throttle that lasts under load goes to the messages (M), as does its end; no toast: the GPU
-        # panel already says it, in yellow, while it lasts.
-        slowed, over = self._throttles.update(snapshot.gpu.gpus, snapshot.timestamp)
-        for message in (*slowed, *over):
-            self.remember(message, "GPU slowed")
 
     def _follow_stated_lines(self) -> None:
         """On another machine's exporter (`--exporter`, and `sparktop web`'s sessions) a line the user did
@@ -510,6 +513,6 @@ class SparktopApp(PlainToastApp):
         yield from self.dashboard.palette_commands()  # the tables and tabs
         yield SystemCommand("Help", "Keys and how to read the dashboard (?)", self.action_help)
         yield SystemCommand(
-            "Messages", "Every warning and error since start: config, themes, catalog, plans (M)",
+            "Messages", "Every alert raised and cleared, problem, action and warning since start (M)",
             self.action_messages,
         )  # fmt: skip

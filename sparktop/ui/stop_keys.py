@@ -297,6 +297,9 @@ class StopActions:
 
     def _say(self, line: str, severity: Severity = "information") -> None:
         self.reports.append(line)
+        remember = getattr(self.app, "remember", None)  # a warning's toast is kept by the app itself
+        if severity == "information" and remember is not None:
+            remember(line, "stop")  # an action taken belongs with the alerts that led to it (M)
         timeout = 8 if severity == "information" else 15
         # Plain text: the line names processes, containers and projects that others may call `[/b]x`.
         self.app.notify(visible_lines(line), severity=severity, timeout=timeout, markup=False)

@@ -29,7 +29,7 @@ Scroll this help with `↑` `↓` `PageUp` `PageDown` `Home` `End`; `Esc`, `q` o
 | `p` | pause / resume the display (sampling goes on; a replay holds) |
 | `+` (or `=`) / `-` | refresh faster / slower |
 | `t` | next theme |
-| `M` | messages: every warning since start (problems in the config, theme, catalog and plan files) |
+| `M` | messages: every alert raised and cleared, problem, action and warning since start |
 | `B` | write the in-memory history (the dashboard's black box) to the state dir (`history-….jsonl`) |
 | `ctrl+p` | command palette: every action by name |
 | `?` | this help |

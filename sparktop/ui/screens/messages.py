@@ -1,5 +1,7 @@
-"""The messages screen (M): every warning and error shown as a toast since sparktop started (problems in
-the config, theme, catalog and plan files, failed actions), so none is lost when its toast fades."""
+"""The messages screen (M): every message since sparktop started, each with its time: alerts raised and
+cleared (creep, the exhaustion banner, memory pressure, GPU throttles), problems in the data, actions taken,
+and every warning and error shown as a toast (the config, theme, catalog and plan files, failed actions), so
+none is lost when its toast fades or its alert clears."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ class MessagesScreen(ReadingScreen):
         with VerticalScroll() as scroll:
             scroll.border_title = f"Messages ({len(self.messages)}) · Esc closes"
             if not self.messages:
-                yield Static("No warnings or errors since sparktop started.", markup=False)
+                yield Static("No alerts, warnings or errors since sparktop started.", markup=False)
             for when, title, text in self.messages:
                 line = Text.assemble((f"{when} ", "dim"), (f"{title}: " if title else "", "bold"), text)
                 yield Static(line, classes="message", markup=False)
