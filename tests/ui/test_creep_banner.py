@@ -66,3 +66,36 @@ async def test_the_banner_names_a_fast_grower_and_drops_it_within_seconds_of_the
         await pilot.pause()
         assert app.session.creep == []
         assert "hog" not in str(banner.render())
+
+
+async def test_the_exhaustion_banner_and_the_creep_lines_name_the_same_time_on_screen() -> None:
+    """Issue 32 item 1, as a user reads it: the banner said "pool exhausted in ~2 min" while the creep line
+    under it said "the pool in ~5 min", and the banner went and came back while the growth went on."""
+    import re
+
+    from textual.widgets import Static
+
+    from tests.unit.test_one_forecast import machine
+
+    source = machine(seed=2)
+    app = SparktopApp(
+        source,
+        Config(),
+        clock=lambda: source.t,
+        auto_refresh=False,
+        warmup=60,
+        user_theme_dir=Path("/nonexistent/sparktop-themes"),
+    )
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        banner = app.screen.query_one("#critical-banner", Static)
+        creep = app.query_one(CreepAlerts)
+        for _ in range(40):
+            await app.refresh_once()
+            await pilot.pause()
+            said = str(banner.render())
+            assert banner.has_class("-show") and said.startswith("▲ pool exhausted in ~"), said
+            when = re.search(r"exhausted in ~(\d+ (?:s|min))", said)
+            assert when is not None, said
+            lines = str(creep.render()).splitlines()[1:]
+            assert lines and all(f"the pool in ~{when.group(1)}" in line for line in lines), (said, lines)

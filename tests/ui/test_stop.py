@@ -56,6 +56,7 @@ class Host(App[None]):
         self.latest: Snapshot | None = None
         self.row: ContainerInfo | ProcessInfo | None = None
         self.changes = 0
+        self.remembered: list[tuple[str, str]] = []  # (title, line) kept for the messages screen (M)
         book = StopBook(source, log=ActionLog(log_path), **kw)
         self.stops = StopActions(self, book, on_change=self._changed)
 
@@ -64,6 +65,9 @@ class Host(App[None]):
 
     def _changed(self) -> None:
         self.changes += 1
+
+    def remember(self, message: str, title: str = "") -> None:
+        self.remembered.append((title, message))
 
     def sample(self) -> Snapshot:
         snapshot = self.session.ingest(self.source.sample())  # accounted, as the dashboard's are
@@ -229,6 +233,8 @@ async def test_confirmed_stop_is_reported_with_the_freed_memory(tmp_path: Path) 
         held = next(c for c in before.accounting.consumers if c.key == f"container:{whisper.id}").total
         assert freed > 0.7 * held  # the pool got most of it back (its page cache stays, reclaimable)
         assert new[0].startswith(f"stopped {WHISPER} — freed {fmt_bytes(freed)}")
+        # Issue 32 item 3: the action goes to the messages (M) with the alerts, not only to a fading toast.
+        assert ("stop", new[0]) in app.remembered
         assert app.stops.pending == {}
         assert app.stops.row_status(whisper.id) is None
         lines = log_lines(tmp_path / "actions.log")
