@@ -8,7 +8,9 @@
 - per-process growth (the processes table's trend column) and the sparkline series (GPU metrics,
   MemAvailable, PSI);
 - the freshness of the data: the last good time, a stale reason (a failed or late sample), the end of a
-  recording.
+  recording;
+- the messages (`messages`, the dashboard's `M`): every creep alert raised and cleared, the exhaustion
+  warning, pressure levels, GPU throttles, problems in the data, stale data and the end, with their times.
 
 The Textual dashboard draws a Session; `--once`, `record`, an exporter, a guard and tests use the same one, so
 they all show the same numbers. `SessionRunner` (sparktop/session/runner.py) samples a source into a Session
