@@ -36,7 +36,7 @@ async def test_m_lists_the_alerts_raised_and_cleared_with_their_times() -> None:
         await pilot.press("M")
         assert isinstance(app.screen, MessagesScreen)
         assert app.screen.query_one("VerticalScroll").border_title.startswith("Messages (6)")
-        shown = [str(s.render()) for s in app.screen.query(Static) if s.has_class("message")]
+        shown = str(app.screen.query_one(".messages", Static).render()).split("\n\n")
         titles = [line.split(" ", 1)[1].split(":", 1)[0] for line in shown]
         assert titles == ["creep", "exhaustion", "problem", "creep over", "exhaustion over", "stop"], shown
         raised = next(iter(app.session.messages)).at  # the time of the sample that raised it, as shown
