@@ -146,7 +146,7 @@ class SparktopApp(PlainToastApp):
     def messages(self) -> list[tuple[str, str, str]]:
         """(time, title, text) of every message, oldest first: the app's own (toasts that warned, actions)
         and the session's (alerts raised and cleared, the exhaustion banner, pressure, throttles, problems:
-        sparktop/message_log.py)."""
+        sparktop/session/message_log.py)."""
         merged = sorted([*self._said, *self.session.messages], key=lambda m: m.at)
         return [(time.strftime("%H:%M:%S", time.localtime(m.at)), m.title, m.text) for m in merged]
 

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from sparktop.session import Session
-from sparktop.snapshot import GIB, MIB
+from sparktop.core.snapshot import GIB, MIB
+from sparktop.session.session import Session
 from tests.fixtures.hogs import Hogs, churn, ramp
 
 FAST_STOPS_S = 110

@@ -3,9 +3,9 @@ of creep alerts, exhaustion banners and a SIGTERM the messages screen read "Mess
 
 from __future__ import annotations
 
+from sparktop.core.snapshot import GIB
 from sparktop.session.message_log import MessageLog
 from sparktop.session.session import Session
-from sparktop.core.snapshot import GIB
 from tests.fixtures.hogs import START, Hogs, ramp
 
 LEAK_STOPS_S = 80

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparktop.session import Session
-from sparktop.snapshot import GIB, MIB
+from sparktop.core.snapshot import GIB, MIB
+from sparktop.session.session import Session
 from tests.fixtures.hogs import Hogs, ramp, step
 
 BURST_AT = 40.0  # sparktop has been watching for a while when they start
