@@ -41,4 +41,3 @@ class MessagesScreen(ReadingScreen):
                 for when, title, text in self.messages
             ]
             yield Static(Text("\n\n").join(lines), classes="messages", markup=False)
-
