@@ -45,6 +45,7 @@ class CreepAlerts(Static):
         super().__init__("", name=name, id=id, classes=classes)
         self.alerts: list[CreepAlert] = []
         self._shown: Text | None = None
+        self._pending: Text | None = None  # what to show once its tab is shown again (on_show)
 
     def show_alerts(
         self, alerts: list[CreepAlert], units: str = "GiB", collecting_s: float | None = None
@@ -67,11 +68,17 @@ class CreepAlerts(Static):
             # Whole tens of seconds: the line changes (and repaints) every 10 s, not every tick.
             left = fmt_duration(10 * math.ceil((collecting_s or 0) / 10))
             text = Text(f"creep watch: collecting data (~{left} to go; fast growth alerts at once)")
+        if self.display and off_screen(self):
+            # Its tab is hidden: no repaint every tick for nobody; on_show draws the latest, laid out anew
+            # (the block may have grown or shrunk meanwhile).
+            self._pending = text if text != self._shown else None
+            return
+        self._pending = None
         if text != self._shown or not self.display:
             # The ETAs change every tick; lay the screen out again only when the block's height changes.
             width = self.content_size.width
             before = self._shown
-            same_height = (self.display and off_screen(self)) or (
+            same_height = (
                 self.display
                 and before is not None
                 and width > 0
@@ -80,3 +87,8 @@ class CreepAlerts(Static):
             self._shown = text
             self.update(text, layout=not same_height)
         self.display = True
+
+    def on_show(self) -> None:
+        if self._pending is not None:
+            self._shown, self._pending = self._pending, None
+            self.update(self._shown)

@@ -44,7 +44,11 @@ class LineDiffWidget(Widget):
     def refresh_changed(self) -> None:
         """New data: repaint the lines whose text changed; lay out again if the height changed."""
         if off_screen(self):
-            self._dl_key = None  # made afresh when it is shown
+            # Made afresh when it is shown. Once per stretch off screen, not per tick: the repaint drops the
+            # lines Textual keeps, which it would otherwise show again, stale, when the tab comes back.
+            if self._dl_key is not None:
+                self._dl_key = None
+                super().refresh()
             return
         if not self.is_mounted or not self.size.width or self._dl_key is None:
             self.refresh(layout=True)

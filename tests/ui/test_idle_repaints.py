@@ -1,0 +1,125 @@
+"""A tick repaints only the widgets whose picture changed: a refresh of a widget showing the same thing (or
+of one in a hidden tab) costs a repaint of its lines and a compositor pass over its region, every second.
+
+Deterministic: the demo source with a fixed seed and clock, ticks driven by `refresh_once`, and a widget's
+picture read back through its own line cache after each tick."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from textual._styles_cache import StylesCache
+from textual.geometry import Region
+from textual.widget import Widget
+
+from sparktop.ui.app import SparktopApp
+from sparktop.ui.widgets.creep_alerts import CreepAlerts
+from tests.ui.demo_app import SEVEN_MINUTES, WARMUP, make_app
+
+TICKS = 12
+
+
+def pictures(app: SparktopApp) -> dict[Widget, tuple[str, ...]]:
+    """What every widget on screen paints now (hidden ones are absent)."""
+    return {
+        widget: tuple(strip.text for strip in widget.render_lines(Region(0, 0, region.width, region.height)))
+        for widget, (region, _clip) in app.screen._compositor.visible_widgets.items()
+    }
+
+
+class RepaintCounter:
+    """Counts, per widget, the refresh() calls and the lines its line cache painted again."""
+
+    def __init__(self, app: SparktopApp, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.on = False
+        self.refreshes: Counter[Widget] = Counter()
+        self.lines: Counter[Widget] = Counter()
+        refresh = Widget.refresh
+        render_line = StylesCache.render_line
+        counter = self
+
+        def counting_refresh(widget: Widget, *regions: Region, **kwargs: bool) -> Widget:
+            if counter.on:
+                counter.refreshes[widget] += 1
+            return refresh(widget, *regions, **kwargs)
+
+        def counting_line(cache: StylesCache, *args: object, **kwargs: object) -> object:
+            if counter.on:
+                owner = next((w for w in app.screen.walk_children(Widget) if w._styles_cache is cache), None)
+                if owner is not None:
+                    counter.lines[owner] += 1
+            return render_line(cache, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Widget, "refresh", counting_refresh)
+        monkeypatch.setattr(StylesCache, "render_line", counting_line)
+
+    def clear(self) -> None:
+        self.refreshes.clear()
+        self.lines.clear()
+
+
+def name(widget: Widget) -> str:
+    return f"{type(widget).__name__}#{widget.id}" if widget.id else type(widget).__name__
+
+
+async def wasted_repaints(app: SparktopApp, pilot, counter: RepaintCounter) -> Counter[str]:
+    """Refreshes and repainted lines, over TICKS ticks, of widgets whose picture did not change."""
+    wasted: Counter[str] = Counter()
+    before = pictures(app)
+    for _ in range(TICKS):
+        counter.clear()
+        counter.on = True
+        await app.refresh_once()
+        await pilot.pause()
+        counter.on = False
+        after = pictures(app)
+        for widget in {*counter.refreshes, *counter.lines}:
+            if before.get(widget) == after.get(widget):  # unchanged, or hidden before and after
+                wasted[name(widget)] += counter.refreshes[widget] + counter.lines[widget]
+        before = after
+    return wasted
+
+
+@pytest.mark.parametrize(
+    ("scenario", "warmup"),
+    [("default", WARMUP), ("idle", WARMUP), ("training", SEVEN_MINUTES)],
+)
+@pytest.mark.parametrize("tab", ["1", "2", "3", "5"])
+async def test_a_tick_repaints_no_unchanged_widget(
+    scenario: str, warmup: int, tab: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On every tab: the creep watch's "collecting data" line (the first minutes) and creep alerts (later)
+    in the Dashboard tab were repainted every tick while another tab was shown."""
+    app = make_app(scenario, warmup=warmup)
+    async with app.run_test(size=(120, 36)) as pilot:
+        counter = RepaintCounter(app, monkeypatch)
+        await pilot.press(tab)
+        for _ in range(3):  # the switch itself repaints, and so may the first tick on a new tab
+            await app.refresh_once()
+            await pilot.pause()
+        wasted = await wasted_repaints(app, pilot, counter)
+        assert not wasted, f"tab {tab}: repaints of widgets that showed the same thing: {dict(wasted)}"
+
+
+async def test_a_hidden_tab_shows_the_latest_data_when_it_comes_back() -> None:
+    """What a hidden tab skips is drawn when it is shown: every panel of the Dashboard tab shows what a
+    dashboard that never hid it shows (the creep watch's countdown, the bar, the gauges)."""
+    app = make_app(warmup=WARMUP)
+    async with app.run_test(size=(120, 36)) as pilot:
+        left = {name(w): picture for w, picture in pictures(app).items()}
+        await pilot.press("3")
+        for _ in range(25):  # the creep watch's countdown moves in steps of 10 s
+            await app.refresh_once()
+            await pilot.pause()
+        await pilot.press("1")
+        await pilot.pause()
+        await pilot.pause()
+        drawn = {name(w): picture for w, picture in pictures(app).items()}
+    fresh = make_app(warmup=WARMUP + 25)  # the same data, never hidden
+    async with fresh.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        expected = {name(w): picture for w, picture in pictures(fresh).items()}
+    assert drawn["CreepAlerts#creep"] != left["CreepAlerts#creep"]  # it did change while hidden
+    for widget in ("CreepAlerts#creep", "BudgetBar#bar", "GpuPanel#gpu", "PressurePanel#pressure"):
+        assert drawn[widget] == expected[widget], widget
