@@ -14,7 +14,6 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 from sparktop.ui.app import SparktopApp
-from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from tests.ui.demo_app import SEVEN_MINUTES, WARMUP, make_app
 
 TICKS = 12
