@@ -122,3 +122,32 @@ async def test_a_hidden_tab_shows_the_latest_data_when_it_comes_back() -> None:
     assert drawn["CreepAlerts#creep"] != left["CreepAlerts#creep"]  # it did change while hidden
     for widget in ("CreepAlerts#creep", "BudgetBar#bar", "GpuPanel#gpu", "PressurePanel#pressure"):
         assert drawn[widget] == expected[widget], widget
+
+
+async def test_the_chart_waits_for_its_cadence_when_the_largest_consumers_swap_places(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a busy machine the largest consumers change places most ticks: the chart (plotext, the costliest
+    view) was drawn on each of those ticks; a name arriving for a consumer it shows is still drawn at once."""
+    app = make_app(warmup=400)  # a ten-minute axis: several seconds a column
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        history = app.session.history
+        top_keys = history.top_keys
+        ticks = 0
+
+        def churning(n: int) -> list[str]:  # a different order every tick
+            keys = top_keys(n + 1)
+            return (keys[ticks % len(keys) :] + keys[: ticks % len(keys)])[:n]
+
+        monkeypatch.setattr(history, "top_keys", churning)
+        drawn_at = app.dashboard._chart_drawn_at
+        for ticks in range(1, 4):
+            await app.refresh_once()
+            await pilot.pause()
+        assert app.dashboard._chart_drawn_at == drawn_at, "drawn again before a column's worth of time"
+        shown = next(iter(app.dashboard._chart_labels))
+        label = history.label
+        monkeypatch.setattr(history, "label", lambda key: "ssd-tetris-train-1" if key == shown else label(key))
+        await app.refresh_once()
+        assert app.dashboard._chart_drawn_at != drawn_at, "a new name on the chart waits"

@@ -286,7 +286,7 @@ def test_pss_is_for_host_processes_and_cached_between_refreshes(
 ) -> None:
     clock = [100.0]
     monkeypatch.setattr(sampler_mod.time, "monotonic", lambda: clock[0])
-    source, _ = live(tmp_path, 2, pss_top_n=3, pss_interval=10.0)
+    source, _ = live(tmp_path, 2, pss_top_n=3, pss_interval=10.0, pss_steady_interval=10.0)
     rollup = source.proc_root / "2001" / "smaps_rollup"  # the biggest process, in a container
     rollup.write_text((source.proc_root / "3000" / "smaps_rollup").read_text())
     procs = {p.pid: p for p in source.sample().processes}
@@ -298,6 +298,37 @@ def test_pss_is_for_host_processes_and_cached_between_refreshes(
     assert {p.pid: p for p in source.sample().processes}[3000].pss == 900_000 * 1024  # cached
     clock[0] += 6
     assert {p.pid: p for p in source.sample().processes}[3000].pss == 5 * 1024  # re-read
+
+
+def test_a_steady_process_pss_is_read_again_slowly_and_a_growing_ones_soon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-reading smaps_rollup of every top process every 10 s was a fifth of a live dashboard's idle CPU:
+    one whose RSS has not moved is read again after `pss_steady_interval` (60 s); one whose RSS moved (its
+    PSS marked stale meanwhile) after `pss_interval` (10 s), as before."""
+    clock = [100.0]
+    monkeypatch.setattr(sampler_mod.time, "monotonic", lambda: clock[0])
+    source, _ = live(tmp_path, 2, pss_top_n=3)
+    rollup = source.proc_root / "3000" / "smaps_rollup"
+
+    def pss_of_3000() -> tuple[int | None, bool]:
+        proc = {p.pid: p for p in source.sample().processes}[3000]
+        return proc.pss, proc.pss_stale
+
+    assert pss_of_3000() == (900_000 * 1024, False)
+    rollup.write_text("x\nPss: 5 kB\n")
+    clock[0] += 11
+    assert pss_of_3000() == (900_000 * 1024, False)  # steady RSS: the read of 11 s ago stands
+    clock[0] += 50
+    assert pss_of_3000() == (5 * 1024, False)  # 61 s: read again
+    statm = source.proc_root / "3000" / "statm"
+    size, rss, *rest = statm.read_text().split()
+    statm.write_text(" ".join([size, str(int(rss) * 3), *rest]) + "\n")  # it grew far past the slack
+    rollup.write_text("x\nPss: 7 kB\n")
+    clock[0] += 5
+    assert pss_of_3000() == (5 * 1024, True)  # cached, said to be out of date
+    clock[0] += 6
+    assert pss_of_3000() == (7 * 1024, False)  # moved and 11 s old: read again
 
 
 def test_a_pss_read_before_an_exec_is_not_the_new_programs(

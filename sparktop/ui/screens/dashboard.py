@@ -144,7 +144,7 @@ class DashboardScreen(Screen[None]):
         super().__init__()
         self.host = host
         self._chart_drawn_at: float | None = None
-        self._chart_labels: tuple[str, ...] = ()
+        self._chart_labels: dict[str, str] = {}  # consumer key -> its name, as the chart on show has them
         self._whatif: WhatIfPane | None = None  # built when its tab first opens (whatif_pane)
 
     # -- layout --------------------------------------------------------------------------------------------
@@ -295,16 +295,19 @@ class DashboardScreen(Screen[None]):
         session = self.host.session
         assert session.latest is not None
         chart = self.query_one(HistoryChart)
-        times = session.history.times()
-        # A name that arrived (a container shown by id until Docker answered) is drawn at once.
-        labels = tuple(session.history.label(key) for key in session.history.top_keys(CHART_TOP_N))
-        if not force and times and self._chart_drawn_at is not None and labels == self._chart_labels:
+        history = session.history
+        times = history.times()
+        # A name that arrived for a consumer on the chart (a container shown by id until Docker answered) is
+        # drawn at once. Consumers swapping places among the largest are not: on a busy machine they do so
+        # most ticks, and drew the chart every tick instead of every few seconds.
+        renamed = any(history.label(key) != label for key, label in self._chart_labels.items())
+        if not force and times and self._chart_drawn_at is not None and not renamed:
             per_column = chart.seconds_per_column(times)
             interval = self.host.interval
             if times[-1] - self._chart_drawn_at < max(interval, per_column, CHART_MIN_REDRAW_S) * 0.999:
                 return
         self._chart_drawn_at = times[-1] if times else None
-        self._chart_labels = labels
+        self._chart_labels = {key: history.label(key) for key in history.top_keys(CHART_TOP_N)}
         colors = {seg.key: seg.color for seg in self.query_one(BudgetBar).segments}
         total = session.latest.memory.total
         safe, aggressive = session.safe_bytes, session.max_bytes
