@@ -134,20 +134,27 @@ async def test_the_chart_waits_for_its_cadence_when_the_largest_consumers_swap_p
         await pilot.pause()
         history = app.session.history
         top_keys = history.top_keys
-        ticks = 0
+        label = history.label
+        shown = next(iter(app.dashboard._chart_labels))
+        tick = [0]
 
         def churning(n: int) -> list[str]:  # a different order every tick
             keys = top_keys(n + 1)
-            return (keys[ticks % len(keys) :] + keys[: ticks % len(keys)])[:n]
+            return (keys[tick[0] % len(keys) :] + keys[: tick[0] % len(keys)])[:n]
+
+        def counting(key: str) -> str:  # a count in a name moves every tick ("other host processes (112)")
+            return f"{label(key)} ({100 + tick[0]})" if key == shown else label(key)
 
         monkeypatch.setattr(history, "top_keys", churning)
+        monkeypatch.setattr(history, "label", counting)
+        app.dashboard.forget_chart()  # drawn with the counting names
+        await app.refresh_once()
         drawn_at = app.dashboard._chart_drawn_at
-        for ticks in range(1, 4):
+        for tick[0] in range(1, 4):
             await app.refresh_once()
             await pilot.pause()
         assert app.dashboard._chart_drawn_at == drawn_at, "drawn again before a column's worth of time"
-        shown = next(iter(app.dashboard._chart_labels))
-        label = history.label
-        monkeypatch.setattr(history, "label", lambda key: "ssd-tetris-train-1" if key == shown else label(key))
+        named = {shown: "ssd-tetris-train-1"}
+        monkeypatch.setattr(history, "label", lambda key: named.get(key) or label(key))
         await app.refresh_once()
         assert app.dashboard._chart_drawn_at != drawn_at, "a new name on the chart waits"

@@ -9,6 +9,7 @@ default screen; every other screen of the app is a modal dialog over it.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from typing import ClassVar, Protocol
 
@@ -56,6 +57,7 @@ from sparktop.ui.widgets.tables import ConsumerTable, empty_note
 # new data moves it by a column, and never more often than this.
 CHART_MIN_REDRAW_S = 5.0
 CHART_TOP_N = 4  # consumers drawn in the history chart
+_DIGITS = re.compile(r"\d+")
 STOP_ACTIONS = frozenset({"stop_container", "stop_project", "terminate", "kill"})
 
 
@@ -298,9 +300,13 @@ class DashboardScreen(Screen[None]):
         history = session.history
         times = history.times()
         # A name that arrived for a consumer on the chart (a container shown by id until Docker answered) is
-        # drawn at once. Consumers swapping places among the largest are not: on a busy machine they do so
-        # most ticks, and drew the chart every tick instead of every few seconds.
-        renamed = any(history.label(key) != label for key, label in self._chart_labels.items())
+        # drawn at once. Consumers swapping places among the largest are not, nor a count in a name moving
+        # ("other host processes (112)"): on a busy machine either happens most ticks, and drew the chart
+        # (the costliest view) every tick instead of every few seconds.
+        renamed = any(
+            _DIGITS.sub("#", history.label(key)) != _DIGITS.sub("#", label)
+            for key, label in self._chart_labels.items()
+        )
         if not force and times and self._chart_drawn_at is not None and not renamed:
             per_column = chart.seconds_per_column(times)
             interval = self.host.interval
