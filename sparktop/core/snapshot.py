@@ -10,7 +10,7 @@ its control characters are made visible when the model is built, so no view can 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -27,6 +27,11 @@ SNAPSHOT_VERSION = 1
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+
+# A moment in Unix seconds. NaN and Infinity are refused: a recording someone else wrote may hold them, and a
+# view doing arithmetic on a time (a clock, an age, a chart's axis) would crash on one.
+UnixTime = Annotated[float, Field(allow_inf_nan=False)]
 
 
 # --- host memory -------------------------------------------------------------------------------------------
@@ -107,7 +112,7 @@ class GpuState(_Model):
     # core/clock_reasons.py)
     clocks_event_reasons: int | None = None
     # Unix time the current throttle began (SM clock below its maximum with a reason other than idle active)
-    throttle_since: float | None = None
+    throttle_since: UnixTime | None = None
     # metric name -> why it is None ("not supported on this device", "driver error: ...")
     unsupported: dict[str, VisibleStr] = Field(default_factory=dict)
 
@@ -177,7 +182,7 @@ class ProcessInfo(_Model):
     container_id: str | None = None  # full 64-hex id (or pod/runtime id) when the process is in a container
     gpu_bytes: int | None = None
     gpu_sm_pct: float | None = None  # NVML per-process SM utilisation, summed over GPUs; None: not known
-    start_time: float | None = None
+    start_time: UnixTime | None = None
     # /proc/PID/stat field 22 (clock ticks after boot): exact, so a signal can tell a reused PID apart.
     start_ticks: int | None = None
 
@@ -327,7 +332,7 @@ class ServedModel(_Model):
     prompt_tokens_total: float | None = None  # counters, for rates
     generation_tokens_total: float | None = None
     tokens_per_s: float | None = None  # generated tokens per second since the previous reading
-    expires_at: float | None = None  # Unix time the server will unload it (Ollama keep_alive)
+    expires_at: UnixTime | None = None  # Unix time the server will unload it (Ollama keep_alive)
     parameter_size: VisibleStr | None = None
     quantization: VisibleStr | None = None
     gpu_memory_utilization: float | None = None
@@ -352,8 +357,8 @@ class Slowdown(_Model):
     model: VisibleStr
     neighbour: VisibleStr  # its container's name or its process's name
     neighbour_kind: NeighbourKind  # training (compute-bound), decoder (another model server), other
-    since: float  # Unix time the neighbour was first seen busy
-    neighbour_started: float | None = None  # its earliest process's start, when known
+    since: UnixTime  # Unix time the neighbour was first seen busy
+    neighbour_started: UnixTime | None = None  # its earliest process's start, when known
     ratio: float
     solo_tokens_per_s: float  # medians, per running request
     together_tokens_per_s: float
@@ -379,7 +384,7 @@ class ServiceReport(_Model):
     fields: list[VisibleStr] = Field(default_factory=list)
     # The consumer key ("container:<id>", "process:<pid>:<start>") of what runs the server, when known.
     owner: VisibleStr | None = None
-    checked_at: float | None = None  # Unix time of the reading shown
+    checked_at: UnixTime | None = None  # Unix time of the reading shown
     # A one-line state for the status line (the guard's: armed or watching, its forecast, its last action).
     summary: VisibleStr | None = None
     # Measured slowdowns of served models beside busy neighbours (the "slowdowns" collector's report).
@@ -391,7 +396,7 @@ class ServiceReport(_Model):
 
 class Snapshot(_Model):
     version: int = SNAPSHOT_VERSION
-    timestamp: float
+    timestamp: UnixTime
     source: Literal["live", "demo", "replay"] = "live"
     hostname: VisibleStr = ""
     memory: HostMemory

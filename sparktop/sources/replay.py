@@ -7,9 +7,12 @@ reader skips such a line with a warning instead of refusing the file.
 Playback choices (`ReplaySource`):
 - one snapshot per `sample()`; the viewer plays it at `recorded_interval`, the median gap between the first
   snapshots' timestamps, unless told otherwise;
-- a line that is not a snapshot (cut off by a crash, garbage, another format) is skipped; the problem is
-  reported with its line number in the next snapshot's `errors` and kept in `warnings`; a line longer than
-  `MAX_LINE_BYTES` is skipped without being held in memory;
+- a line that is not a snapshot (cut off by a crash, garbage, another format, a time that is not a number)
+  is skipped; the problem is reported with its line number in the next snapshot's `errors` and kept in
+  `warnings`; a line longer than `MAX_LINE_BYTES` is skipped without being held in memory;
+- a file someone else wrote may hold millions of bad lines: of a run of them only the first few are described,
+  the rest counted in one line, and `warnings` keeps at most `MAX_WARNINGS` (the rest counted), so memory
+  does not grow with their number; blank lines are read past in bulk (a GiB of newlines in seconds);
 - after the last snapshot `sample()` raises `ReplayEnded` (a `SourceExhausted`) whose message gives the
   recording's length and any problem found after the last snapshot (a line cut off by a crash); `finished`
   is True from the moment the last snapshot has been handed out;
@@ -24,16 +27,20 @@ Playback choices (`ReplaySource`):
 
 from __future__ import annotations
 
+import functools
 import gzip
+import io
 import itertools
 import json
+import math
 import os
+import re
 import threading
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
 
 from pydantic import ValidationError
 
@@ -62,16 +69,24 @@ def _why_not(exc: ValueError) -> str:
 # reading it whole (a 2 GB line of garbage) would take that much memory. It is skipped in bounded pieces.
 MAX_LINE_BYTES = 64 * 1024**2
 _SKIP_CHUNK = 1024**2
+# Of a run of bad lines, this many are described one by one; the rest of the run is counted in one line.
+DESCRIBED_PER_RUN = 3
+# Problems kept for the status line and the Messages screen; the ones beyond are counted in a last line.
+MAX_WARNINGS = 100
+_BLANK = b" \t\r\n"
+_BLANK_PREFIX = re.compile(rb"[ \t\r\n]*")
 # Snapshots read ahead at open to learn the recording's interval (the median gap between them).
 _INTERVAL_PROBE = 6
 MIN_PLAYBACK_INTERVAL = 0.1
 
 
-def open_recording(path: Path, mode: Literal["rb", "wb", "ab"]) -> IO[bytes]:
-    """The file, through gzip when its name ends in .gz."""
+def _open_for_reading(path: Path) -> io.BufferedReader:
+    """The file for reading lines (the reader counts where each starts: tell() on a GzipFile costs more than
+    reading the line, which a file of millions of bad lines multiplies)."""
     if is_compressed(path):
-        return gzip.open(path, mode)  # type: ignore[return-value]  # a GzipFile is a binary file
-    return path.open(mode)
+        # Its own buffer, not one more in front: a file cut off by a crash yields every line before the cut.
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # a GzipFile reads as a buffered file
+    return path.open("rb")
 
 
 class ReplayEnded(SourceExhausted):
@@ -101,7 +116,9 @@ class ReplayProgress:
 
 
 def format_clock(seconds: float) -> str:
-    """0:05, 12:30, 1:02:03."""
+    """0:05, 12:30, 1:02:03; `?` for a time that is not a number."""
+    if not math.isfinite(seconds):
+        return "?"
     whole = max(0, round(seconds))
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
@@ -156,12 +173,16 @@ class ReplaySource(SnapshotSource):
         self.max_line_bytes = max_line_bytes
         self.warnings: list[str] = []
         self._skipped: list[str] = []  # problems met while reading ahead to the next snapshot
+        self._run: tuple[int, int, int] | None = None  # this run of bad lines: (first, last, count)
+        self._unlisted_warnings = 0  # problems beyond MAX_WARNINGS
+        self._furthest_lineno = 0  # the furthest line read: problems before it were warned of already
         self._pending: list[str] = []  # problems after the last snapshot, for the end message
         self._lineno = 0  # lines read so far
         self._last_lineno = 0  # line of the snapshot handed out last
         self._played = 0
         self._newer_seen = False
-        self._file: IO[bytes] | None = open_recording(self.path, "rb")
+        self._file: io.BufferedReader | None = _open_for_reading(self.path)
+        self._offset = 0  # where the next line starts, in the uncompressed file
         self._ahead: deque[tuple[int, int, Snapshot]] = deque()  # (line number, byte offset, snapshot)
         self._warned: set[str] = set()
         self._last: Snapshot | None = None
@@ -242,8 +263,8 @@ class ReplaySource(SnapshotSource):
         just before it (what `finished` and `progress` go by until the next `sample()`). A compressed file
         is read again from its start up to the mark (gzip cannot seek back)."""
         if self._file is None:
-            self._file = open_recording(self.path, "rb")
-        self._file.seek(mark.offset)
+            self._file = _open_for_reading(self.path)
+        self._offset = self._file.seek(mark.offset)
         self._lineno = mark.lineno - 1
         self._played = mark.played
         self._last = last
@@ -268,44 +289,96 @@ class ReplaySource(SnapshotSource):
             self._file.close()
             self._file = None
 
-    def _readline(self) -> bytes | None:
-        """The next line, at most `max_line_bytes` of it; a longer one is skipped in bounded pieces and
-        comes back as b"" with the problem recorded. None at the end of the file."""
+    def _readline(self) -> tuple[int, bytes | None]:
+        """Where the next line that is not blank starts, and that line, at most `max_line_bytes` of it; a
+        longer one is skipped in bounded pieces and comes back as b"" with the problem recorded. None at the
+        end of the file."""
         assert self._file is not None
         try:
-            line = self._file.readline(self.max_line_bytes + 1)
-            if len(line) <= self.max_line_bytes or line.endswith(b"\n"):
-                return line or None
-            skipped = len(line)
             while True:
-                chunk = self._file.readline(_SKIP_CHUNK)
-                skipped += len(chunk)
-                if not chunk or chunk.endswith(b"\n"):
-                    break
+                offset = self._offset  # counted, not asked: tell() on a gzip file costs more than the line
+                line = self._file.readline(self.max_line_bytes + 1)
+                self._offset += len(line)
+                if line and not line.strip(_BLANK) and line.endswith(b"\n"):
+                    self._lineno += 1
+                    self._skip_blank_lines()
+                    continue
+                if len(line) <= self.max_line_bytes or line.endswith(b"\n"):
+                    return offset, line or None
+                skipped = len(line)
+                while True:
+                    chunk = self._file.readline(_SKIP_CHUNK)
+                    skipped += len(chunk)
+                    if not chunk or chunk.endswith(b"\n"):
+                        break
+                self._offset += skipped - len(line)
+                break
         except (EOFError, OSError, zlib.error) as exc:  # a compressed file cut off by a crash, or damaged
             why = "ends abruptly" if isinstance(exc, EOFError) else f"cannot be read further ({exc})"
+            self._end_run()  # the bad lines before the damage come first
             self._problem(f"{self.path.name}: the compressed recording {why} after line {self._lineno}")
-            return None
+            return 0, None
         self._lineno += 1
         limit_mib = self.max_line_bytes // 1024**2
-        self._problem(
-            f"{self.path.name} line {self._lineno}: skipped, longer than {limit_mib} MiB "
-            f"({skipped / 1024**2:,.0f} MiB): not a snapshot"
+        self._bad_line(
+            lambda: (
+                f"{self.path.name} line {self._lineno}: skipped, longer than {limit_mib} MiB "
+                f"({skipped / 1024**2:,.0f} MiB): not a snapshot"
+            )
         )
-        return b""
+        return offset, b""
+
+    def _skip_blank_lines(self) -> None:
+        """After a blank line, reads past the blank lines that follow in bulk, a buffer at a time, counting
+        them: a file of a billion newlines costs a scan, not a billion readline calls. A line's own leading
+        spaces stay with it."""
+        assert self._file is not None
+        while True:
+            ahead = self._file.peek(_SKIP_CHUNK)
+            blank = _BLANK_PREFIX.match(ahead).end()  # type: ignore[union-attr]  # `*` always matches
+            whole_lines = ahead.rfind(b"\n", 0, blank) + 1
+            if not whole_lines:
+                return
+            self._lineno += ahead.count(b"\n", 0, whole_lines)
+            self._offset += len(self._file.read(whole_lines))
+            if whole_lines < len(ahead):
+                return
 
     def _problem(self, text: str) -> None:
         # It quotes the file's name and maybe its bytes: shown with control characters made visible.
         self._skipped.append(visible(text))
+
+    def _bad_line(self, describe: Callable[[], str]) -> None:
+        """Line `_lineno` is not a snapshot: described while the run of bad lines is short, and counted
+        (`describe` is called only then: a message kept for each line is what made millions of bad lines
+        cost a GB)."""
+        first, _, count = self._run or (self._lineno, 0, 0)
+        self._run = (first, self._lineno, count + 1)
+        if count < DESCRIBED_PER_RUN:
+            self._problem(describe())
+
+    def _describing(self) -> bool:
+        """Whether the next bad line would be described (not only counted)."""
+        return self._run is None or self._run[2] < DESCRIBED_PER_RUN
+
+    def _end_run(self) -> None:
+        """A run longer than those described, as one more problem: where it is and how many lines."""
+        if self._run is not None and self._run[2] > DESCRIBED_PER_RUN:
+            first, last, count = self._run
+            self._problem(
+                f"{self.path.name} lines {first}–{last}: {count:,} lines that are not snapshots "
+                f"(the first {DESCRIBED_PER_RUN} described above)"
+            )
+        self._run = None
 
     def _read_ahead(self) -> bool:
         """Read the next valid snapshot into the look-ahead, carrying the problems of the bad lines skipped
         on the way to it in its `errors`. False at the end of the file (problems met on the way wait in
         `_pending`, for the end message)."""
         self._skipped = []
+        read_from = self._lineno
         while self._file is not None:
-            offset = self._file.tell()
-            line = self._readline()
+            offset, line = self._readline()
             if line is None:
                 self.close()
                 break
@@ -313,38 +386,55 @@ class ReplaySource(SnapshotSource):
                 continue  # too long, already reported
             self._lineno += 1
             if not line.strip():
+                continue  # blank but for spaces (runs of blank lines were read past in bulk)
+            if not line.lstrip().startswith(b"{") and not self._describing():
+                self._bad_line(str)  # not JSON, and only counted: the parser is spared
                 continue
             try:
                 snapshot = Snapshot.model_validate_json(line)
             except ValueError as exc:  # pydantic's ValidationError included
-                if line.endswith(b"\n"):
-                    why = _why_not(exc)
-                else:
-                    why = "cut off: the recording was interrupted in the middle of this line"
-                self._problem(f"{self.path.name} line {self._lineno}: not a snapshot ({why})")
+                self._bad_line(functools.partial(self._why_line_is_bad, exc, line))
                 continue
+            self._end_run()
             if snapshot.version > SNAPSHOT_VERSION and not self._newer_seen:
                 self._newer_seen = True
                 self._problem(
                     f"{self.path.name} line {self._lineno}: recorded by a newer sparktop (snapshot version "
                     f"{snapshot.version}, this one reads {SNAPSHOT_VERSION}); unknown fields are ignored"
                 )
-            self._warn(self._skipped)
+            self._warn(self._skipped, read_from)
             update: dict[str, object] = {"source": "replay"}
             if self._skipped:
                 update["errors"] = [*snapshot.errors, *self._skipped]
             self._ahead.append((self._lineno, offset, snapshot.model_copy(update=update)))
             return True
-        self._warn(self._skipped)
+        self._end_run()
+        self._warn(self._skipped, read_from)
         self._pending.extend(self._skipped)
         return False
 
-    def _warn(self, problems: list[str]) -> None:
-        """Keep each problem once: a seek back reads the same bad lines again."""
+    def _why_line_is_bad(self, exc: ValueError, line: bytes) -> str:
+        if line.endswith(b"\n"):
+            why = _why_not(exc)
+        else:
+            why = "cut off: the recording was interrupted in the middle of this line"
+        return f"{self.path.name} line {self._lineno}: not a snapshot ({why})"
+
+    def _warn(self, problems: list[str], read_from: int) -> None:
+        """Keep each problem once (a seek back reads the same bad lines again), and at most MAX_WARNINGS
+        of them: the ones beyond are counted in a last line. `read_from`: the line they were met after."""
+        new_lines = self._lineno > self._furthest_lineno and read_from >= self._furthest_lineno
+        self._furthest_lineno = max(self._furthest_lineno, self._lineno)
         for problem in problems:
-            if problem not in self._warned:
+            if problem in self._warned:
+                continue
+            if len(self.warnings) < MAX_WARNINGS:
                 self._warned.add(problem)
                 self.warnings.append(problem)
+            elif new_lines:
+                self._unlisted_warnings += 1
+                unlisted = f"{self.path.name}: {self._unlisted_warnings:,} more problems not listed"
+                self.warnings[MAX_WARNINGS:] = [unlisted]
 
     def __enter__(self) -> ReplaySource:
         return self
@@ -367,29 +457,48 @@ def _last_compressed_timestamp(path: Path, max_line_bytes: int) -> float | None:
     its tail; a file cut off by a crash gives the last snapshot before the cut."""
     # zlib rather than gzip.open: on a file cut off by a crash it still gives what precedes the cut (each
     # line was flushed with a sync point). An appended recording holds several gzip members.
+    # Inflated a bounded piece at a time: 256 KiB of deflated newlines is 256 MiB of them.
+    keep = max_line_bytes + 2
     tail = b""
     inflate = zlib.decompressobj(wbits=31)
     try:
         with path.open("rb") as f:
             while chunk := f.read(256 * 1024):
                 while chunk:
-                    tail = (tail + inflate.decompress(chunk))[-(max_line_bytes + 2) :]
-                    chunk = inflate.unused_data if inflate.eof else b""
-                    if inflate.eof:
+                    piece = inflate.decompress(chunk, keep)
+                    if piece.strip(_BLANK):
+                        tail = (tail + piece)[-keep:]
+                    elif b"\n" in piece:  # blank lines: one line end stands for them all
+                        tail = tail[-keep:] + b"\n"
+                    if inflate.unconsumed_tail:
+                        chunk = inflate.unconsumed_tail
+                    elif inflate.eof:
+                        chunk = inflate.unused_data
                         inflate = zlib.decompressobj(wbits=31)
+                    else:
+                        chunk = b""
     except (OSError, zlib.error):
         pass  # damaged: what was read so far
-    return _timestamp_of_last_line(tail.split(b"\n")[:-1])
+    return _timestamp_of_last_line(tail)
 
 
-def _timestamp_of_last_line(lines: list[bytes]) -> float | None:
-    for line in reversed(lines[-3:]):
+def _timestamp_of_last_line(text: bytes) -> float | None:
+    """The timestamp of the last of the last few complete lines of `text` that are not blank and hold one
+    (what follows the last newline was cut off). Never split into all its lines: they may be millions of
+    blank ones."""
+    end = text.rfind(b"\n")
+    for _ in range(3):
+        end = len(text[:end].rstrip(_BLANK)) if end > 0 else 0
+        if end == 0:
+            return None
+        start = text.rfind(b"\n", 0, end) + 1
         try:
-            value = json.loads(line).get("timestamp")
+            value = json.loads(text[start:end]).get("timestamp")
         except (ValueError, AttributeError):
-            continue
-        if isinstance(value, int | float):
+            value = None
+        if isinstance(value, int | float) and math.isfinite(value):
             return float(value)
+        end = start
     return None
 
 
@@ -403,11 +512,11 @@ def _last_timestamp(path: Path, max_line_bytes: int) -> float | None:
             while True:
                 f.seek(size - block)
                 tail = f.read(block)
-                lines = tail.split(b"\n")
-                complete = lines[1:-1] if block < size else lines[:-1]
-                if complete or block >= min(size, max_line_bytes + 2):
-                    break
+                # From the first line end on: the part before it may be the end of a longer line.
+                complete = tail if block >= size else tail[tail.find(b"\n") + 1 :] if b"\n" in tail else b""
+                found = _timestamp_of_last_line(complete)
+                if found is not None or block >= min(size, max_line_bytes + 2):
+                    return found
                 block = min(size, block * 4, max_line_bytes + 2)
     except OSError:
         return None
-    return _timestamp_of_last_line(complete)

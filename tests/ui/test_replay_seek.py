@@ -219,3 +219,25 @@ async def test_go_to_a_typed_time(recording: Path) -> None:
         await pilot.press("j", "escape")
         await pilot.pause()
         assert not isinstance(app.screen, GotoTimeScreen) and "5:50 / 7:50" in status_text(app)
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity"])
+async def test_a_time_that_is_not_a_number_is_played_past(
+    tmp_path: Path, snapshots: list[Snapshot], value: str
+) -> None:
+    """Issue 32 item 8: `--start=0:40` past a NaN or Inf timestamp crashed the history chart."""
+    path = tmp_path / "hostile.jsonl"
+    write_recording(path, snapshots[:12])
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace(f'"timestamp":{T0 + 30}', f'"timestamp":{value}')
+    assert value in lines[3]
+    path.write_text("\n".join(lines) + "\n")
+    app = make(path, replay_start=40.0)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await settle(app, pilot)
+        await play_tick(app, pilot)
+        await play_tick(app, pilot)
+        status = status_text(app)
+        assert "1:00 / 1:50" in status
+        assert "1 problem in the source: hostile.jsonl line 4: not a snapshot (timestamp:" in status
+        assert T0 + 30 not in app.session.history.times()
