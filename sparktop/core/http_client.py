@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.message import Message
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from sparktop.core.safe_text import visible as _visible
 
@@ -288,10 +288,21 @@ def _env(env: Mapping[str, str], *names: str) -> str:
     return ""
 
 
+def _split(url: str) -> SplitResult | None:
+    """The URL's parts; None for one urlsplit refuses (`http://[::1`, a bracketed name that is no address)."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
+
+
 def proxy_for(url: str, env: Mapping[str, str] | None = None) -> str | None:
-    """The proxy URL curl would use for `url` under `env` (os.environ by default); None: go direct."""
+    """The proxy URL curl would use for `url` under `env` (os.environ by default); None: go direct (or a
+    URL that cannot be sent at all)."""
     env = os.environ if env is None else env
-    parts = urlsplit(url)
+    parts = _split(url)
+    if parts is None:
+        return None
     host = parts.hostname or ""
     if not host or is_loopback(host) or _bypassed(host, _env(env, "no_proxy", "NO_PROXY")):
         return None
@@ -301,7 +312,9 @@ def proxy_for(url: str, env: Mapping[str, str] | None = None) -> str | None:
 
 
 def _parse_proxy(value: str) -> _Proxy:
-    parts = urlsplit(value if "://" in value else f"http://{value}")
+    parts = _split(value if "://" in value else f"http://{value}")
+    if parts is None:
+        raise HttpError(f"proxy {visible(value, 80)}: not a URL (fix http_proxy, https_proxy or all_proxy)")
     if parts.scheme != "http":
         raise HttpError(
             f"proxy {visible(value, 80)}: only http:// proxies are supported (add the host to no_proxy)"
@@ -334,7 +347,9 @@ def request(
 ) -> Reply:
     """The reply, whatever its status (redirects included, not followed); HttpError (one line) when none came
     complete within `timeout` seconds, or its body is over `max_body` bytes."""
-    parts = urlsplit(url)
+    parts = _split(url)
+    if parts is None:
+        raise HttpError(f"bad address {visible(url, 80)}: not a URL")
     if parts.scheme not in ("http", "https"):
         raise HttpError(f"{visible(parts.scheme, 20) or 'no'} scheme: only http:// and https:// are spoken")
     host = parts.hostname

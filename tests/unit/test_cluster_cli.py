@@ -122,3 +122,17 @@ def test_the_cluster_view_refuses_a_terminal_that_cannot_draw_it(exporter: str) 
     )  # fmt: skip
     assert done.returncode == 2 and "\x1b" not in done.stdout + done.stderr
     assert "cannot draw" in done.stderr and "--cluster ... --once" in done.stderr
+
+
+def test_a_malformed_proxy_is_one_clear_line() -> None:
+    """Issue 32 item 11: `http_proxy='http://[::1' sparktop --cluster ... --once` ended in a ValueError
+    traceback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "sparktop", "--cluster", "--nodes", "h.invalid:9877", "--once"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "http_proxy": "http://[::1", "no_proxy": ""},
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "proxy http://[::1: not a URL" in done.stdout + done.stderr

@@ -208,6 +208,21 @@ def test_an_unsupported_proxy_scheme_is_one_line() -> None:
         request("http://node2:1/", timeout=1.0, max_body=1024, env={"http_proxy": "socks5://127.0.0.1:1080"})
 
 
+@pytest.mark.parametrize("value", ["http://[::1", "http://[not-an-address]:3128", "http://proxy:port/"])
+def test_a_malformed_proxy_is_one_line(value: str) -> None:
+    """Issue 32 item 11: `http_proxy='http://[::1'` raised ValueError out of urlsplit."""
+    with pytest.raises(HttpError, match=r"^proxy .*: ") as info:
+        request("http://node2.lab.example:1/", timeout=1.0, max_body=1024, env={"http_proxy": value})
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["http://[::1:9877/metrics", "http://[zz::1]:9877/"])
+def test_a_malformed_address_is_one_line(url: str) -> None:
+    with pytest.raises(HttpError, match=r"^bad address "):
+        request(url, timeout=1.0, max_body=1024, env={"http_proxy": "http://127.0.0.1:9"})
+    assert proxy_for(url, {"http_proxy": "http://127.0.0.1:9"}) is None  # no proxy for what cannot be sent
+
+
 # --- one line for each failure ----------------------------------------------------------------------------
 
 
