@@ -130,6 +130,53 @@ class MeasuredSlowdown:
         return (self.model, self.neighbour_kind, self.since)
 
 
+# What a row read back must hold to be used: SQLite keeps any value in any column (text in a REAL one), and
+# the file is the user's to edit. Times between 1970 and 2200; sizes under 1 PiB.
+_LATEST_TIME = 7_258_118_400.0
+_LARGEST_BYTES = 1024**5
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= _LATEST_TIME
+
+
+def _is_rate(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and 0 <= value < 1e12)
+
+
+def _is_name(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _plausible_footprint(row: tuple[object, ...]) -> bool:
+    kind, name, peak_bytes, peak_at, last_seen, owner, first_seen = row
+    return (
+        _is_name(kind)
+        and _is_name(name)
+        and isinstance(peak_bytes, int)
+        and 0 <= peak_bytes <= _LARGEST_BYTES
+        and _is_time(peak_at)
+        and _is_time(last_seen)
+        and (owner is None or isinstance(owner, str))
+        and (first_seen is None or _is_time(first_seen))
+    )
+
+
+def _plausible_slowdown(row: tuple[object, ...]) -> bool:
+    model, neighbour_kind, since, ratio, neighbour, solo, together, measured_at = row
+    return (
+        _is_name(model)
+        and _is_name(neighbour_kind)
+        and _is_time(since)
+        and isinstance(ratio, int | float)
+        and 0 < ratio < 1000
+        and (neighbour is None or isinstance(neighbour, str))
+        and _is_rate(solo)
+        and _is_rate(together)
+        and _is_time(measured_at)
+    )
+
+
 class FootprintStore:
     """Peaks by (kind, name). `record()` is cheap; `flush()` writes what grew since the last flush."""
 
@@ -150,7 +197,8 @@ class FootprintStore:
         self._slowdowns: dict[tuple[str, str, float], MeasuredSlowdown] = {}
         self._slowdowns_dirty: dict[tuple[str, str, float], MeasuredSlowdown] = {}
         self._last_flush = clock()
-        self.status: str | None = None  # one line when the file cannot be used
+        self.status: str | None = None  # one line when the file cannot be used, or rows in it
+        self._skipped: str | None = None  # the rows of the file that were not plausible, said once read
         self._lock = threading.RLock()
         with self._lock:
             self._open()
@@ -191,12 +239,26 @@ class FootprintStore:
             self._unusable(exc)
             return
         self._db = db
+        skipped: dict[str, int] = {}
         for row in rows:
+            if not _plausible_footprint(row):
+                skipped["footprint"] = skipped.get("footprint", 0) + 1
+                continue
             fp = Footprint(*row)
             self._known[(fp.kind, fp.name)] = fp
         for row in slow:
+            if not _plausible_slowdown(row):
+                skipped["slowdown"] = skipped.get("slowdown", 0) + 1
+                continue
             measured = MeasuredSlowdown(*row)
             self._slowdowns[measured.key] = measured
+        if skipped:
+            count = sum(skipped.values())
+            self._skipped = (
+                f"measured footprints: {self.path}: {count} row{'s' if count != 1 else ''} skipped "
+                f"({', '.join(skipped)}: a value of the wrong type or out of range) — the others are used"
+            )
+            self.status = self._skipped
 
     def _unusable(self, exc: BaseException) -> None:
         detail = one_line(exc)
@@ -311,7 +373,7 @@ class FootprintStore:
             return
         self._dirty.clear()
         self._slowdowns_dirty.clear()
-        self.status = None
+        self.status = self._skipped
 
     def _close_db(self) -> None:
         if self._db is not None:
