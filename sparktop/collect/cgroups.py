@@ -122,10 +122,10 @@ def container_from_cgroup(text: str) -> tuple[ContainerRuntime, str] | None:
     return (m.runtime, m.container_id) if m else None
 
 
-def _read(path: str) -> str | None:
+def _read(path: str, beneath: str) -> str | None:
     try:
-        return read_text(path)
-    except OSError:
+        return read_text(path, beneath=beneath)
+    except OSError:  # gone, unreadable, or refused (not a regular file, a link out of the tree)
         return None
 
 
@@ -202,6 +202,9 @@ class CgroupFS:
             return None
         return self._mem_root + cgroup_path.rstrip("/")
 
+    def _read(self, path: str) -> str | None:
+        return _read(path, self._mem_root)
+
     def memory(self, cgroup_path: str) -> CgroupMemory | None:
         """The cgroup's memory files; None when the cgroup (or its usage file) is not there. A missing or
         malformed secondary file leaves its field None."""
@@ -210,22 +213,22 @@ class CgroupFS:
             return None
         pressure = None
         if self.version == 2:
-            usage = _int(_read(base + "/memory.current"))
+            usage = _int(self._read(base + "/memory.current"))
             if usage is None:
                 return None
-            stat = _read(base + "/memory.stat")
+            stat = self._read(base + "/memory.stat")
             anon, file, shmem = _field(stat, "anon"), _field(stat, "file"), _field(stat, "shmem")
             inactive = _field(stat, "inactive_file")
-            limit_text = _read(base + "/memory.max")
+            limit_text = self._read(base + "/memory.max")
             limit = None if limit_text is None or limit_text.strip() == "max" else _int(limit_text)
-            peak = _int(_read(base + "/memory.peak"))
-            oom = _field(_read(base + "/memory.events"), "oom_kill")
-            pressure = read_pressure(base + "/memory.pressure")
+            peak = _int(self._read(base + "/memory.peak"))
+            oom = _field(self._read(base + "/memory.events"), "oom_kill")
+            pressure = read_pressure(base + "/memory.pressure", beneath=self._mem_root)
         else:
-            usage = _int(_read(base + "/memory.usage_in_bytes"))
+            usage = _int(self._read(base + "/memory.usage_in_bytes"))
             if usage is None:
                 return None
-            stat = _read(base + "/memory.stat")
+            stat = self._read(base + "/memory.stat")
 
             def pick(name: str) -> int | None:
                 # total_* include the container's sub-cgroups; older kernels have only the local value
@@ -233,11 +236,11 @@ class CgroupFS:
                 return value if value is not None else _field(stat, name)
 
             anon, file, shmem, inactive = pick("rss"), pick("cache"), pick("shmem"), pick("inactive_file")
-            limit = _int(_read(base + "/memory.limit_in_bytes"))
+            limit = _int(self._read(base + "/memory.limit_in_bytes"))
             if limit is not None and limit >= _V1_UNLIMITED:
                 limit = None
-            peak = _int(_read(base + "/memory.max_usage_in_bytes"))
-            oom = _field(_read(base + "/memory.oom_control"), "oom_kill")
+            peak = _int(self._read(base + "/memory.max_usage_in_bytes"))
+            oom = _field(self._read(base + "/memory.oom_control"), "oom_kill")
             # cgroup v1 has no per-cgroup PSI files
         # What `docker stats` shows (docker/cli stats_helpers.go), clamped at 0 as the kubelet does.
         working_set = usage if inactive is None else max(0, usage - inactive)

@@ -12,13 +12,13 @@ import os
 import signal
 
 from sparktop.collect.control import ControlError
+from sparktop.collect.tree_files import read_bytes
 from sparktop.core.safe_text import visible
 
 
 def read_stat(pid: int, proc_root: str = "/proc") -> tuple[str, int]:
     """(comm, start ticks) of `pid` from /proc/PID/stat. Raises OSError (FileNotFoundError: it is gone)."""
-    with open(f"{proc_root}/{pid}/stat", "rb") as fh:
-        stat = fh.read()
+    stat = read_bytes(f"{proc_root}/{pid}/stat", 4096, beneath=proc_root)
     lpar, rpar = stat.index(b"("), stat.rindex(b")")
     fields = stat[rpar + 2 :].split()
     # fields[0] is field 3 (state): field 22 (starttime) is fields[19]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sparktop.collect.cgroups import CgroupMatch, match_cgroup
 from sparktop.collect.procfs import read_text
+from sparktop.collect.tree_files import Refused, read_bytes
 from sparktop.core.snapshot import ProcessInfo
 
 __all__ = ["ProcessScanner", "fill_pss", "read_pss"]
@@ -32,12 +33,8 @@ _COMM_LEN = 15  # the kernel truncates comm to 15 characters
 REFRESH_SCANS = 30  # each command line is read again once in this many scans (by PID: a few a scan)
 
 
-def _read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, 4096)
-    finally:
-        os.close(fd)
+def _read(path: str, beneath: str) -> bytes:
+    return read_bytes(path, 4096, beneath)
 
 
 @dataclass(slots=True)
@@ -56,14 +53,14 @@ class _Static:
 
 def _boot_time(proc_root: str) -> float:
     try:
-        for line in read_text(os.path.join(proc_root, "stat")).splitlines():
+        for line in read_text(os.path.join(proc_root, "stat"), beneath=proc_root).splitlines():
             if line.startswith("btime "):
                 return float(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
     # No btime: derive it from the uptime, or give up on absolute times being exact.
     try:
-        return time.time() - float(read_text(os.path.join(proc_root, "uptime")).split()[0])
+        return time.time() - float(read_text(os.path.join(proc_root, "uptime"), beneath=proc_root).split()[0])
     except (OSError, ValueError, IndexError):
         return 0.0
 
@@ -101,26 +98,28 @@ class ProcessScanner:
         self, base: str, comm_raw: bytes, start_stack: bytes, start_ticks: int, kernel_thread: bool
     ) -> _Static:
         """Raises FileNotFoundError/ProcessLookupError when the process is gone; other unreadable files
-        (permission) leave their field empty."""
+        (permission, or refused: not a regular file, a link out of the tree) leave their field empty."""
+        root = self.proc_root
         comm = comm_raw.decode("utf-8", "replace")
         cmdline = ""
         user = None
         cgroup = None
         try:
-            status = _read(base + "status")
+            status = _read(base + "status", root)
             i = status.find(b"\nUid:")
             if i >= 0:
                 user = self._user(int(status[i + 5 :].split(None, 2)[1]))  # effective uid, as top shows
-        except (PermissionError, ValueError, IndexError):
+        except (PermissionError, Refused, ValueError, IndexError):
             pass
         if user is None:
             with contextlib.suppress(PermissionError):
-                user = self._user(os.stat(base).st_uid)  # the directory belongs to the effective uid
+                # the directory belongs to the effective uid
+                user = self._user(os.stat(base, follow_symlinks=False).st_uid)
         if not kernel_thread:
-            with contextlib.suppress(PermissionError):
-                cmdline = read_text(base + "cmdline").replace("\0", " ").strip()
-            with contextlib.suppress(PermissionError):
-                cgroup = match_cgroup(read_text(base + "cgroup"))
+            with contextlib.suppress(PermissionError, Refused):
+                cmdline = read_text(base + "cmdline", beneath=root).replace("\0", " ").strip()
+            with contextlib.suppress(PermissionError, Refused):
+                cgroup = match_cgroup(read_text(base + "cgroup", beneath=root))
         name = comm
         if len(comm) >= _COMM_LEN and cmdline:
             # comm is cut at 15 characters: take the full name from the command line when it starts alike.
@@ -138,13 +137,14 @@ class ProcessScanner:
             cgroup=cgroup,
         )
 
-    @staticmethod
-    def _cmdline_changed(base: str, info: _Static, kernel_thread: bool) -> bool:
+    def _cmdline_changed(self, base: str, info: _Static, kernel_thread: bool) -> bool:
         if kernel_thread:
             return False  # none to read
         try:
-            return read_text(base + "cmdline").replace("\0", " ").strip() != info.cmdline
-        except PermissionError:
+            return (
+                read_text(base + "cmdline", beneath=self.proc_root).replace("\0", " ").strip() != info.cmdline
+            )
+        except (PermissionError, Refused):
             return False
 
     # --- per tick -----------------------------------------------------------------------------------------
@@ -167,8 +167,8 @@ class ProcessScanner:
             pid = int(entry)
             base = root + "/" + entry + "/"
             try:
-                stat = _read(base + "stat")
-                statm = _read(base + "statm")
+                stat = _read(base + "stat", root)
+                statm = _read(base + "statm", root)
                 lpar = stat.index(b"(")
                 rpar = stat.rindex(b")")
                 fields = stat[rpar + 2 :].split(None, 26)
@@ -229,7 +229,7 @@ def read_pss(pid: int, proc_root: Path | str = Path("/proc")) -> int | None:
     process when not root) or has no Pss line. Costly: the kernel walks every page of the process (about
     20 µs per MiB of RSS), so a 60 GiB process takes around a second."""
     try:
-        text = read_text(f"{proc_root}/{pid}/smaps_rollup")
+        text = read_text(f"{proc_root}/{pid}/smaps_rollup", beneath=proc_root)
     except OSError:
         return None
     i = text.find("\nPss:")

@@ -11,6 +11,7 @@ import math
 import os
 from pathlib import Path
 
+from sparktop.collect.tree_files import read_bytes
 from sparktop.core.snapshot import HostMemory, Pressure, PressureLine
 
 __all__ = [
@@ -43,24 +44,13 @@ class ProcReadError(Exception):
     """A procfs file that could not be read or made no sense; str(exc) is one line naming the file."""
 
 
-def read_text(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:
-    """The whole file as text, with one `open`/`read`/`close` for the usual small procfs/sysfs file.
-    Raises OSError (FileNotFoundError, PermissionError, ProcessLookupError ...) like `open` would."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.read(fd, 65536)
-        if len(data) == 65536:  # rare: a long file; read on until EOF or the limit
-            chunks = [data]
-            total = len(data)
-            while total < limit:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-            data = b"".join(chunks)
-    finally:
-        os.close(fd)
+def read_text(
+    path: str | os.PathLike[str], limit: int = 1 << 20, beneath: str | os.PathLike[str] | None = None
+) -> str:
+    """The file as text, at most `limit` bytes of it, with one `open`/`read`/`close` for the usual small
+    procfs/sysfs file: a regular file only, never through a link out of `beneath` (collect/tree_files.py).
+    Raises OSError (FileNotFoundError, PermissionError, ProcessLookupError, tree_files.Refused ...)."""
+    data = read_bytes(os.fspath(path), limit, None if beneath is None else os.fspath(beneath))
     return data.decode("utf-8", "replace")
 
 
@@ -118,7 +108,7 @@ def read_meminfo(proc_root: Path = Path("/proc"), notes: list[str] | None = None
     """`/proc/meminfo` as HostMemory (bytes). Raises ProcReadError with a one-line message naming the file."""
     path = os.path.join(proc_root, "meminfo")
     try:
-        text = read_text(path)
+        text = read_text(path, beneath=proc_root)
     except OSError as exc:
         raise ProcReadError(f"cannot read {path}: {_why(exc)}") from exc
     return parse_meminfo(text, path, notes)
@@ -160,11 +150,12 @@ def parse_pressure(text: str) -> Pressure | None:
     return Pressure(some=some, full=full)
 
 
-def read_pressure(path: Path | str) -> Pressure | None:
+def read_pressure(path: Path | str, beneath: Path | str | None = None) -> Pressure | None:
     """A PSI file (`/proc/pressure/memory`, a cgroup's `memory.pressure`). None if it is missing or cannot
-    be read (kernels without PSI, or booted with psi=0, answer EOPNOTSUPP) or holds no valid line."""
+    be read (kernels without PSI, or booted with psi=0, answer EOPNOTSUPP; not a regular file, a link out of
+    `beneath`) or holds no valid line."""
     try:
-        text = read_text(path)
+        text = read_text(path, beneath=beneath)
     except OSError:
         return None
     return parse_pressure(text)
@@ -178,13 +169,14 @@ class CpuSampler:
 
     def __init__(self, proc_root: Path = Path("/proc")) -> None:
         self.path = os.path.join(proc_root, "stat")
+        self._beneath = os.fspath(proc_root)
         self.cpu_count: int | None = None  # online CPUs (cpuN lines), known after the first call
         self._prev: tuple[int, int] | None = None  # (busy, total) jiffies
         self._last: float | None = None
 
     def _read(self) -> tuple[int, int]:
         try:
-            text = read_text(self.path)
+            text = read_text(self.path, beneath=self._beneath)
         except OSError as exc:
             raise ProcReadError(f"cannot read {self.path}: {_why(exc)}") from exc
         cpus = 0

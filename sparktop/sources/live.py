@@ -203,7 +203,7 @@ class LiveSource(SnapshotSource):
                 memory = HostMemory(total=0, available=0, free=0)
         else:
             self._last_memory = memory
-        memory.pressure = read_pressure(self._pressure_path)
+        memory.pressure = read_pressure(self._pressure_path, beneath=self.proc_root)
         try:
             memory.cpu_percent = self._cpu.percent()
         except ProcReadError as exc:

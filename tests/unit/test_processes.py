@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -34,9 +35,9 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     real = processes_mod.read_text
 
-    def counting(path: str) -> str:
+    def counting(path: str, **kwargs: Any) -> str:
         reads.append(path.rsplit("/", 1)[1])
-        return real(path)
+        return real(path, **kwargs)
 
     monkeypatch.setattr(processes_mod, "read_text", counting)
     return reads
@@ -159,10 +160,10 @@ def test_per_tick_files_failing_skip_the_process(
     proc.add(51, "dies")
     real = processes_mod._read
 
-    def flaky(path: str) -> bytes:
+    def flaky(path: str, beneath: str) -> bytes:
         if path.endswith(f"/51/{victim}"):
             raise exc(3, "No such process")
-        return real(path)
+        return real(path, beneath)
 
     monkeypatch.setattr(processes_mod, "_read", flaky)
     assert [p.pid for p in ProcessScanner(proc.root).scan()] == [50]
@@ -172,12 +173,12 @@ def test_unreadable_static_files_degrade(proc: ProcTree, monkeypatch: pytest.Mon
     proc.add(60, "secret", cmdline=["secret", "--token"], uid=0, cgroup=v2_cgroup(f"/docker/{A}"))
     real_read = processes_mod._read
 
-    def no_status(path: str) -> bytes:
+    def no_status(path: str, beneath: str) -> bytes:
         if path.endswith("/status"):
             raise PermissionError(13, "Permission denied")
-        return real_read(path)
+        return real_read(path, beneath)
 
-    def no_text(path: str) -> str:
+    def no_text(path: str, **kwargs: Any) -> str:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(processes_mod, "_read", no_status)
@@ -280,9 +281,9 @@ def test_a_command_line_rewritten_in_place_is_read_again_within_a_round(
     reads: list[str] = []
     real = processes_mod.read_text
 
-    def counting(path: str) -> str:
+    def counting(path: str, **kwargs: Any) -> str:
         reads.append(path)
-        return real(path)
+        return real(path, **kwargs)
 
     scanner = ProcessScanner(proc.root)
     scanner.scan()
