@@ -1,5 +1,6 @@
-"""contrib/: the Grafana dashboard queries only metrics the exporter really serves, in PromQL that promtool
-accepts (the systemd units: test_systemd_units.py)."""
+"""contrib/: the Grafana dashboard and the alerting rules query only metrics the exporter really serves, in
+PromQL that promtool accepts, and the rules pass their promtool unit tests (the systemd units:
+test_systemd_units.py)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,57 @@ def test_dashboard_promql_parses(tmp_path: Path) -> None:
     check = [promtool, "check", "rules", str(path)]
     result = subprocess.run(check, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- the Prometheus alerting rules (issue 32 item 13) -----------------------------------------------------
+
+
+RULES = CONTRIB / "sparktop-alerts.yml"
+
+
+def _rules_text() -> str:
+    """The rules file without its comments (no YAML library here: what is checked is in the text)."""
+    return "\n".join(line for line in RULES.read_text().splitlines() if not line.lstrip().startswith("#"))
+
+
+def _alert_names() -> set[str]:
+    return set(re.findall(r"^\s*- alert: (\w+)$", _rules_text(), re.MULTILINE))
+
+
+def test_alert_rules_use_served_metrics_only() -> None:
+    used = set(METRIC.findall(_rules_text()))
+    assert used, "the rules query no sparktop metric"
+    served = _served_names()
+    assert used <= served, f"not served: {sorted(used - served)}"
+
+
+def test_alert_rules_cover_what_users_page_on() -> None:
+    names = _alert_names()
+    assert {
+        "SparktopCreepCrossesSafeLine",
+        "SparktopPoolExhaustionForecast",
+        "SparktopMemoryPressureCritical",
+        "SparktopGpuThrottleLasting",
+        "SparktopExporterDown",
+    } <= names
+    tested = (CONTRIB / "sparktop-alerts.test.yml").read_text()
+    untested = {name for name in names if f"alertname: {name}\n" not in tested}
+    assert not untested, f"alerts without a promtool case: {sorted(untested)}"
+
+
+def test_alert_rules_pass_promtool_check_and_their_unit_tests() -> None:
+    """The cases that fire (creep toward a line, the pool's forecast, pressure, a lasting throttle, an
+    exporter down or stale) and those that must not (a one-off step, growth that stopped, a blip)."""
+    promtool = require("promtool", "prometheus")
+    check = subprocess.run(
+        [promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    unit = subprocess.run(
+        [promtool, "test", "rules", "sparktop-alerts.test.yml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=CONTRIB,
+    )
+    assert unit.returncode == 0 and "SUCCESS" in unit.stdout, unit.stdout + unit.stderr
