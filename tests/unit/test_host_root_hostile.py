@@ -16,8 +16,8 @@ import pytest
 
 from sparktop.collect import tree_files
 from sparktop.collect.host_paths import HostPaths
-from sparktop.sources.live import LiveSource
 from sparktop.collect.tree_files import NotRegularFile, read_bytes
+from sparktop.sources.live import LiveSource
 from tests.unit.test_host_root import CONTAINER, host_tree
 
 SECRET = "TOP-SECRET-not-the-hosts"

@@ -242,5 +242,6 @@ def test_other_times_that_are_not_numbers_make_the_line_not_a_snapshot(tmp_path:
     played, _ = play_all(ReplaySource(path))
     assert [s.timestamp for s in played] == [T0, T0 + 20]
     assert played[1].errors == [
-        "times.jsonl line 2: not a snapshot (gpu.gpus.0.throttle_since: Input should be a finite number and 1 more)"
+        "times.jsonl line 2: not a snapshot (gpu.gpus.0.throttle_since: Input should be a finite number "
+        "and 1 more)"
     ]
