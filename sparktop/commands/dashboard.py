@@ -75,10 +75,14 @@ def run(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
     if opts.exporter and (opts.demo is not None or opts.replay is not None):
         parser.error("choose one of --exporter, --demo and --replay")
     replay_start = _replay_options(parser, opts)
+    feed_token = None
     if opts.web_session is not None:
-        from sparktop.web.lifeline import exit_with_parent
+        from sparktop.web.lifeline import bound_memory, exit_with_parent
+        from sparktop.web.lifeline import feed_token as take_feed_token
 
         exit_with_parent(opts.web_session)
+        bound_memory()
+        feed_token = take_feed_token()
 
     try:
         config, problems = settings_from(opts)
@@ -96,14 +100,18 @@ def run(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> int:
     if pause_gc:
         gc.disable()
     try:
-        return _open_source_and_run(opts, config, problems, replay_start)
+        return _open_source_and_run(opts, config, problems, replay_start, feed_token)
     finally:
         if pause_gc:
             gc.enable()
 
 
 def _open_source_and_run(
-    opts: argparse.Namespace, config: Config, problems: list[str], replay_start: float | None = None
+    opts: argparse.Namespace,
+    config: Config,
+    problems: list[str],
+    replay_start: float | None = None,
+    feed_token: str | None = None,
 ) -> int:
     from sparktop.sources.factory import SourceError, open_source
     from sparktop.sources.snapshot_source import SourceUnavailable
@@ -114,7 +122,9 @@ def _open_source_and_run(
 
             # Another process's collector: nothing here can act on that machine's containers.
             opts.read_only = opts.read_only or not opts.exporter_actions
-            source: SnapshotSource = ExporterSource(opts.exporter, local_actions=opts.exporter_actions)
+            source: SnapshotSource = ExporterSource(
+                opts.exporter, local_actions=opts.exporter_actions, token=feed_token
+            )
         else:
             source = open_source(demo=opts.demo, replay=opts.replay, seed=opts.seed, config=config)
     except SourceError as exc:

@@ -5,16 +5,28 @@ SIGTERM while a browser is not reading) nothing else would end the session: it w
 at 35-40 % CPU. The kernel's parent-death signal (prctl PR_SET_PDEATHSIG, Linux) ends it with its parent.
 SIGKILL: a session owns nothing it must save (its collector is the parent's), and a process whose output
 pipe is gone may not get through its own exit path.
+
+A session also bounds its own memory (`bound_memory`, RLIMIT_AS: any Linux, no privilege; a cgroup would
+need root or systemd's delegation): whatever a browser makes it draw, it fails alone (MemoryError, its
+socket closes) instead of draining the pool the whole machine shares. And it takes the private feed's
+token from its environment (`feed_token`), which only its user can read, never from its command line, which
+every user can (/proc/PID/cmdline).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import sys
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# A session's address space: a dashboard at the largest size `web` allows (500x200) maps about 1.1 GB of
+# it (most of it is reserved, not used: thread stacks, malloc arenas) and holds about 150 MB.
+SESSION_ADDRESS_SPACE = 3 * 1024**3
+# Where `sparktop web` hands its sessions the feed's token (the environment textual-serve copies).
+FEED_TOKEN_ENV = "SPARKTOP_WEB_FEED_TOKEN"
 
 
 def exit_with_parent(parent_pid: int) -> None:
@@ -27,3 +39,16 @@ def exit_with_parent(parent_pid: int) -> None:
     # The parent may have died before the prctl: then we were re-parented, and no signal will come.
     if os.getppid() != parent_pid:
         sys.exit(f"sparktop: parent process {parent_pid} is gone; this browser session ends")
+
+
+def bound_memory(max_bytes: int = SESSION_ADDRESS_SPACE) -> None:
+    """Cap this process's address space (RLIMIT_AS, soft and hard): past it, allocations fail here."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def feed_token() -> str | None:
+    """The private feed's token `sparktop web` put in this session's environment, taken out of it (no
+    child of the session inherits it)."""
+    return os.environ.pop(FEED_TOKEN_ENV, None) or None

@@ -1,0 +1,290 @@
+"""`sparktop web`'s sessions are bounded (issue #31 items 4 and 5, issue #32 item 12).
+
+Real servers and real WebSocket clients (aiohttp), real processes counted: a real `sparktop web --demo`, and
+textual-serve's server (sparktop's GuardedServer) running a session command that plays a hostile or a
+watching session (it ignores SIGTERM and never reads its input; it writes down the size it was given).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import psutil
+import pytest
+
+from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
+from sparktop.web.browser_server import MAX_HEIGHT, MAX_WIDTH
+from tests.fixtures.exporters import free_port, stop_process
+from tests.fixtures.web import Web, start_web
+
+# A machine shared with other test runs is slow: deadlines are generous, the defects were far beyond them.
+LOAD = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+SETTLE_S = 20.0 * LOAD
+WebSocket = aiohttp.ClientWebSocketResponse
+
+
+def client() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def until(check, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(0.1)
+    return bool(check())
+
+
+# --- textual-serve's server with a session command of the test's ----------------------------------------
+
+# Says it is a Textual app, then draws for ever without reading its input (the "quit" textual-serve sends
+# it): a session busy drawing. SIGTERM is noted in a file and ignored.
+STUBBORN = """
+import os, signal, sys
+def noted(*_):
+    with open(sys.argv[1], "a") as out:
+        out.write(f"TERM {os.getpid()}\\n")
+signal.signal(signal.SIGTERM, noted)
+out = sys.stdout.buffer
+out.write(b"__GANGLION__\\n")
+out.flush()
+payload = b"x" * 4096
+while True:
+    out.write(b"D" + len(payload).to_bytes(4, "big") + payload)
+    out.flush()
+"""
+
+# Writes down the terminal size it started with and every message textual-serve sends it.
+WATCHER = """
+import json, os, sys
+log = open(sys.argv[1], "a", buffering=1)
+log.write(json.dumps({"start": [os.environ["COLUMNS"], os.environ["ROWS"]]}) + "\\n")
+sys.stdout.buffer.write(b"__GANGLION__\\n")
+sys.stdout.buffer.flush()
+stdin = sys.stdin.buffer
+while True:
+    head = stdin.read(5)
+    if len(head) < 5:
+        break
+    body = stdin.read(int.from_bytes(head[1:], "big"))
+    if head[:1] == b"M":
+        log.write(body.decode() + "\\n")
+"""
+
+SERVER = """
+import sys
+from sparktop.web.browser_server import GuardedServer
+GuardedServer(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), title="t", token="t0ken",
+              max_sessions=int(sys.argv[3])).serve()
+"""
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    port: int
+    notes: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def sessions(self) -> list[psutil.Process]:
+        alive = []
+        for child in psutil.Process(self.process.pid).children():
+            try:
+                if child.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(child)
+            except psutil.NoSuchProcess:
+                continue
+        return alive
+
+    async def connect(self, client: aiohttp.ClientSession, query: str = "") -> WebSocket:
+        return await client.ws_connect(f"{self.base}/ws?token=t0ken{query}", headers={"Origin": self.base})
+
+
+def serve(tmp_path: Path, session_script: str, max_sessions: int = 1) -> Served:
+    script = tmp_path / "session.py"
+    script.write_text(textwrap.dedent(session_script))
+    notes = tmp_path / "notes"
+    notes.touch()
+    port = free_port()
+    command = f"exec {sys.executable} {script} {notes}"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVER, command, str(port), str(max_sessions)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    served = Served(process, port, notes)
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return served
+        except OSError:
+            time.sleep(0.1)
+    stop_process(process, 5)
+    pytest.fail("the server did not listen", pytrace=False)
+
+
+@pytest.fixture
+def stubborn(tmp_path: Path) -> Iterator[Served]:
+    served = serve(tmp_path, STUBBORN)
+    try:
+        yield served
+    finally:
+        for session in served.sessions():
+            session.kill()
+        stop_process(served.process, 10)
+
+
+@pytest.fixture
+def watcher(tmp_path: Path) -> Iterator[Served]:
+    served = serve(tmp_path, WATCHER)
+    try:
+        yield served
+    finally:
+        stop_process(served.process, 10)
+
+
+async def test_a_busy_session_that_ignores_sigterm_is_killed_when_its_socket_closes(stubborn: Served) -> None:
+    async with client() as first:
+        ws = await stubborn.connect(first)
+        await ws.receive(timeout=SETTLE_S)  # it draws
+        (process,) = stubborn.sessions()
+        await ws.close()
+    # Its slot stays taken while its process lives (the defect: freed at once, the process drawing on).
+    async with client() as second:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await stubborn.connect(second)
+        assert refused.value.status == 503
+        assert process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    # Asked to quit, then SIGTERM (ignored), then SIGKILL: gone within the server's few seconds.
+    assert await until(lambda: not stubborn.sessions(), 2 * SETTLE_S), "the session outlived its socket"
+    assert stubborn.notes.read_text() == f"TERM {process.pid}\n"  # TERM first, to it alone
+    async with client() as third:  # and its slot is free again
+        ws = await stubborn.connect(third)
+        await ws.receive(timeout=SETTLE_S)
+        await ws.close()
+
+
+async def test_a_browser_gets_no_terminal_larger_than_a_screen(watcher: Served) -> None:
+    async with client() as session:
+        ws = await watcher.connect(session, "&width=20000&height=5000")
+        await ws.send_json(["resize", {"width": 6000, "height": 2000}])
+        await ws.send_json(["resize", {"width": -5, "height": "x"}])
+        await ws.send_json(["resize", {"width": 120, "height": 40}])
+        await ws.send_str("not json")  # skipped, the session goes on
+        await ws.send_json(["resize", {"width": 100, "height": 30}])
+        assert await until(lambda: '"width": 100' in watcher.notes.read_text(), SETTLE_S)
+        await ws.close()
+    seen = [json.loads(line) for line in watcher.notes.read_text().splitlines()]
+    assert seen[0] == {"start": [str(MAX_WIDTH), str(MAX_HEIGHT)]}
+    sizes = [(m["width"], m["height"]) for m in seen[1:] if m.get("type") == "resize"]
+    assert sizes == [(MAX_WIDTH, MAX_HEIGHT), (10, 24), (120, 40), (100, 30)]
+
+
+# --- a real `sparktop web` --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[Web]:
+    server = start_web("--max-sessions", "2")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_sessions_closed_while_drawing_never_outnumber_the_cap(web: Web) -> None:
+    """As reported: sessions opened large and closed while they draw, again and again; the dashboard processes
+    alive at any moment (sampled all along) never exceed --max-sessions."""
+    most = 0
+    sampling = True
+
+    async def sample() -> None:
+        nonlocal most
+        while sampling:
+            most = max(most, len(web.sessions()))
+            await asyncio.sleep(0.05)
+
+    sampler = asyncio.create_task(sample())
+    opened = 0
+    try:
+        for _ in range(6):
+            async with client() as session:
+                async with session.get(web.url) as page:
+                    assert page.status == 200
+                try:
+                    ws = await session.ws_connect(
+                        f"{web.base}/ws?width=1500&height=500", headers={"Origin": web.base}
+                    )
+                except aiohttp.WSServerHandshakeError as exc:
+                    assert exc.status == 503
+                    await asyncio.sleep(0.5)
+                    continue
+                opened += 1
+                await ws.receive(timeout=SETTLE_S)  # it has started drawing
+                await asyncio.sleep(1.0)
+                await ws.close()
+        assert await until(lambda: not web.sessions(), 2 * SETTLE_S), "sessions outlived their sockets"
+    finally:
+        sampling = False
+        await sampler
+    assert opened >= 2
+    assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
+
+
+async def test_a_session_bounds_its_own_memory(web: Web) -> None:
+    async with client() as session:
+        async with session.get(web.url) as page:
+            assert page.status == 200
+        ws = await session.ws_connect(f"{web.base}/ws?width=500&height=200", headers={"Origin": web.base})
+        seen = ""
+        deadline = time.monotonic() + 2 * SETTLE_S
+        while "Memory pool" not in seen and time.monotonic() < deadline:  # it runs at the largest size
+            message = await ws.receive(timeout=SETTLE_S)
+            if message.type == aiohttp.WSMsgType.BINARY:
+                seen += message.data.decode("utf-8", "replace")
+        assert "Memory pool" in seen
+        (process,) = web.sessions()
+        limits = Path(f"/proc/{process.pid}/limits").read_text()
+        line = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+        soft, hard = line.split()[3:5]
+        assert int(soft) == int(hard) == SESSION_ADDRESS_SPACE, line
+        await ws.close()
+    assert await until(lambda: not web.sessions(), 2 * SETTLE_S)
+
+
+@pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+async def test_web_exits_0_on_sighup_and_sigterm_and_quietly(how: signal.Signals) -> None:
+    web = start_web()
+    try:
+        async with client() as session:
+            async with session.get(web.url) as page:
+                assert page.status == 200
+            sockets = []
+            for _ in range(2):
+                url = f"{web.base}/ws?width=100&height=30"
+                ws = await session.ws_connect(url, headers={"Origin": web.base})
+                await ws.receive(timeout=SETTLE_S)
+                sockets.append(ws)
+            web.process.send_signal(how)
+            code = await asyncio.to_thread(web.process.wait, 2 * SETTLE_S)
+        assert code == 0, web.log()
+        log = web.log()
+        assert "Event loop is closed" not in log and "Traceback" not in log, log
+    finally:
+        web.stop()
