@@ -50,10 +50,13 @@ class ExporterSource(SnapshotSource):
 
     `name` follows the exporter's own source ("live", "demo", "replay") once it has answered. `local_actions`:
     the exporter runs on this machine (`sparktop web --allow-actions`), so a live node's containers and
-    processes can be acted on from here."""
+    processes can be acted on from here. `token`: the exporter's (`sparktop web`'s private feed)."""
 
-    def __init__(self, address: str, timeout: float = TIMEOUT_S, local_actions: bool = False) -> None:
+    def __init__(
+        self, address: str, timeout: float = TIMEOUT_S, local_actions: bool = False, token: str | None = None
+    ) -> None:
         self.name = "exporter"
+        self.token = token
         self.local_actions = local_actions
         self.address = address
         self.url = base_url(address)
@@ -70,7 +73,7 @@ class ExporterSource(SnapshotSource):
         try:
             # The whole answer within the deadline, whatever the server's pace; a fetch still running when
             # the next sample is asked for is waited on again, never doubled.
-            reply = self._fetch(lambda: fetch(url, self.timeout), self.timeout)
+            reply = self._fetch(lambda: fetch(url, self.timeout, self.token), self.timeout)
         except Overdue as exc:
             raise NodeProblem("down", f"{self.address}: {exc}", no_answer=True) from exc
         except FetchError as exc:

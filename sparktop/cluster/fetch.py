@@ -13,12 +13,14 @@ FetchError = HttpError  # str() is one line: why no reply came
 __all__ = ["MAX_BODY", "TIMEOUT_S", "FetchError", "Reply", "base_url", "fetch"]
 
 
-def fetch(url: str, timeout: float = TIMEOUT_S) -> Reply:
+def fetch(url: str, timeout: float = TIMEOUT_S, token: str | None = None) -> Reply:
     """The reply, whatever its status (a redirect is returned, not followed); FetchError when no complete
-    reply came within `timeout` seconds, or it is larger than MAX_BODY. `Reply.json()` raises FetchError."""
-    return request(
-        url, timeout=timeout, max_body=MAX_BODY, headers={"Accept": "application/json, text/plain"}
-    )
+    reply came within `timeout` seconds, or it is larger than MAX_BODY. `Reply.json()` raises FetchError.
+    `token`: sent as `Authorization: Bearer` (`sparktop web`'s private feed)."""
+    headers = {"Accept": "application/json, text/plain"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return request(url, timeout=timeout, max_body=MAX_BODY, headers=headers)
 
 
 def base_url(address: str) -> str:

@@ -11,6 +11,11 @@ file on the server) unless `--allow-actions`; with it, a session acts on this ma
 processes, and only on a loopback bind. Every page and session needs the token printed at start, from this
 server's own origin (web/browser_server.py); at most --max-sessions at once; each session dies with this
 process.
+
+Where the token is: in the URL printed at start when stderr is a terminal, and in a file only this user can
+read (`url_file`, for as long as the server runs), so it can be found again; never in a log line (stderr is
+the journal under systemd) nor on a session's command line. The sessions' feed (the loopback exporter) needs
+a second token, handed to each session in its environment (web/lifeline.py, FEED_TOKEN_ENV).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import os
 import shlex
 import socket
 import sys
+from pathlib import Path
 
 from sparktop.commands.common import add_command_lines_argument, add_line_arguments, lines_of, load_settings
 from sparktop.core.safe_text import say
@@ -66,6 +72,26 @@ def session_command(exporter_url: str, allow_actions: bool, config: str | None) 
     return "exec " + shlex.join(args)
 
 
+def url_file(port: int) -> Path:
+    """Where the URL to open (with its token) is kept while `web` on `port` runs: 0600 in the state dir."""
+    from sparktop.settings.files import state_dir
+
+    return state_dir() / f"web-{port}.url"
+
+
+def _keep_url(url: str, port: int) -> tuple[Path | None, str | None]:
+    """(the file now holding `url`, None) or (None, why it could not be written)."""
+    from sparktop.core.private_files import open_private_file
+
+    path = url_file(port)
+    try:
+        with open_private_file(path, "overwrite") as out:
+            out.write(url + "\n")
+    except OSError as exc:
+        return None, str(exc)
+    return path, None
+
+
 def _port_free(host: str, port: int) -> str | None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as probe:
@@ -85,6 +111,7 @@ def run(opts: argparse.Namespace) -> int:
 
     try:
         from sparktop.web.browser_server import PAGE_DIR, GuardedServer, is_loopback, new_token
+        from sparktop.web.lifeline import FEED_TOKEN_ENV
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         if missing not in WEB_EXTRA_MODULES:
@@ -115,7 +142,11 @@ def run(opts: argparse.Namespace) -> int:
         return EXIT_CANNOT_START
     loop = SamplingLoop(source, interval, safe, aggressive, history_hours=hours)
     # Only this machine's sessions read it, but any local user could: command lines only if asked for.
-    exporter = ExporterServer(loop, "127.0.0.1", 0, command_lines=opts.command_lines)
+    # Any local user can reach a loopback port: the sessions' feed needs a token of its own, which each
+    # session finds in its environment (textual-serve copies this process's), readable by this user only.
+    feed_token = new_token()
+    exporter = ExporterServer(loop, "127.0.0.1", 0, command_lines=opts.command_lines, token=feed_token)
+    os.environ[FEED_TOKEN_ENV] = feed_token
     loop.step()
     loop.start()
     exporter.start()
@@ -126,11 +157,23 @@ def run(opts: argparse.Namespace) -> int:
         max_sessions=opts.max_sessions,
         templates_path=PAGE_DIR,  # textual-serve's page, its font served locally
     )  # fmt: skip
-    # As Jupyter does: the token is in the URL printed here, and nowhere else.
-    print(f"sparktop web: {server.start_url} ({mode}); sessions read {exporter.url}", file=sys.stderr)
+    kept, problem = _keep_url(server.start_url, opts.port)
+    feed = f"sessions read {exporter.url} (with their own token)"
+    if sys.stderr.isatty() or kept is None:
+        # As Jupyter does, on a terminal (not a log): the URL with its token; also in the file.
+        where = f"also in {kept}" if kept is not None else f"not kept in a file: {problem}"
+        say("sparktop web", f"{server.start_url} ({mode}; {where}); {feed}")
+    else:
+        say(
+            "sparktop web",
+            f"{server.public_url} ({mode}): open the URL in {kept} (only you can read it); {feed}",
+        )
+    sys.stderr.flush()
     try:
         server.serve()
     finally:
         exporter.shutdown()
         loop.stop()
+        if kept is not None:
+            kept.unlink(missing_ok=True)
     return 0

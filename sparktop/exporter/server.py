@@ -9,11 +9,13 @@ Processes' command lines are left out of /snapshot.json unless `command_lines` (
 may hold a password, and any local user who can reach the port would read it past `hidepid` (node_exporter
 and dcgm-exporter export none). Bound to loopback, it answers only requests whose Host names this machine: a
 web page in a local browser could otherwise read it through DNS rebinding (a foreign name resolving to
-127.0.0.1), past the same-origin policy.
+127.0.0.1), past the same-origin policy. With a `token` (`sparktop web`'s private feed for its sessions) every
+request must carry it (`Authorization: Bearer …`): any local user can reach a loopback port.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import socket
@@ -82,8 +84,10 @@ class ExporterApp:
         options: ExportOptions | None = None,
         command_lines: bool = False,
         loopback_only: bool = False,
+        token: str | None = None,
     ) -> None:
         self.loop = loop
+        self.token = token
         self.command_lines = command_lines
         self.loopback_only = loopback_only
         self.registry = CollectorRegistry(auto_describe=False)
@@ -113,6 +117,11 @@ class ExporterApp:
         if self.loopback_only and host is not None and not is_loopback(host_name(host)):
             refusal = f"Host {host!r} is not this machine: sparktop serve listens on loopback only\n"
             return _reply(start_response, "403 Forbidden", refusal.encode())
+        if self.token is not None and not _bearer_matches(environ.get("HTTP_AUTHORIZATION", ""), self.token):
+            return _reply(
+                start_response, "401 Unauthorized", b"sparktop: this feed needs its token\n",
+                extra=[("WWW-Authenticate", "Bearer")],
+            )  # fmt: skip
         if method not in READ_METHODS:
             return _reply(
                 start_response, "405 Method Not Allowed", b"sparktop serve is read-only\n",
@@ -166,6 +175,11 @@ class ExporterApp:
         return _reply(start_response, status, (json.dumps(report) + "\n").encode(), "application/json")
 
 
+def _bearer_matches(header: str, token: str) -> bool:
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 def _reply(
     start_response: StartResponse,
     status: str,
@@ -188,8 +202,10 @@ class ExporterServer:
         port: int = 9877,
         options: ExportOptions | None = None,
         command_lines: bool = False,
+        token: str | None = None,
     ) -> None:
-        self.app = ExporterApp(loop, options, command_lines, loopback_only=is_loopback(host))
+        """`token`: every request must carry it (`Authorization: Bearer TOKEN`); None: none needed."""
+        self.app = ExporterApp(loop, options, command_lines, loopback_only=is_loopback(host), token=token)
         server_class = _ThreadingServer6 if ":" in host else _ThreadingServer
         self._server = make_server(
             host, port, self.app, server_class=server_class, handler_class=_QuietHandler

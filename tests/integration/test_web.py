@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 
 import psutil
@@ -18,7 +19,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 
 from sparktop.core.snapshot import Snapshot
-from tests.fixtures.exporters import get, require
+from tests.fixtures.exporters import require
 from tests.fixtures.web import Web, start_web
 
 ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
@@ -79,9 +80,12 @@ def _wait(what: str, check: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 def _containers(web: Web) -> list[str]:
-    status, _, body = get(f"{web.exporter_url}/snapshot.json")
-    assert status == 200
-    return sorted(c.id for c in Snapshot.model_validate_json(body).containers)
+    """The containers the sessions' feed shows (it needs its token, which a session holds)."""
+    feed = urllib.request.Request(
+        f"{web.exporter_url}/snapshot.json", headers={"Authorization": f"Bearer {web.feed_token()}"}
+    )
+    with urllib.request.urlopen(feed, timeout=10) as reply:
+        return sorted(c.id for c in Snapshot.model_validate_json(reply.read()).containers)
 
 
 def test_browser_view(web: Web, browser: webdriver.Chrome) -> None:
