@@ -22,9 +22,10 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-# A session's address space: a dashboard at the largest size `web` allows (500x200) maps about 1.1 GB of
-# it (most of it is reserved, not used: thread stacks, malloc arenas) and holds about 150 MB.
-SESSION_ADDRESS_SPACE = 3 * 1024**3
+# A session's address space: a dashboard at the largest size `web` allows (500x200) mapped 300 MB of it at
+# its peak and held 77 MB (80x24: 289 MB, 61 MB); unclamped, 20000x5000 took 3.4 GB. 2 GiB leaves room for
+# more threads' malloc arenas on a 20-core Spark and for a long session's history, and stops a runaway.
+SESSION_ADDRESS_SPACE = 2 * 1024**3
 # Where `sparktop web` hands its sessions the feed's token (the environment textual-serve copies).
 FEED_TOKEN_ENV = "SPARKTOP_WEB_FEED_TOKEN"
 
