@@ -13,6 +13,9 @@ The rule (every part of it guards against noise; tests/unit/test_slowdown.py tri
 - At least `MIN_READINGS` solo readings and `MIN_READINGS` readings since the neighbour became busy (a burst
   of one request gives one or two).
 - The figure is the ratio of the medians (solo / together): one slow or fast probe cannot move it.
+- Only for a server this machine shows running (its process, or its container): a server's counters are its
+  own claim, and anything can answer on a port (the footprint store checks the same for peaks).
+- Only a figure inside PLAUSIBLE_RATIO (below) is a slowdown; one outside it says something else happened.
 
 Servers that report throughput: vLLM and SGLang (generation-token counters), llama.cpp (`/metrics`:
 `tokens_predicted_total`). Ollama reports no token counter, so it gets no figure.
@@ -38,6 +41,20 @@ BUSY_SM_PCT = 20.0  # a neighbour whose kernels ran this share of the SMs' time 
 BUSY_DEVICE_PCT = 50.0
 SHOWN_FROM = 1.1  # a ratio below this is "not slower"
 STARTED_WITHIN_S = 30.0  # a neighbour busy this soon after its start "started"; later it "became busy"
+# What a figure can be. Beside a busy neighbour a model cannot answer faster than alone (the GPU's time and
+# its 273 GB/s are shared, never added to): a figure below 1 is noise, and below 0.9 it is no longer noise
+# but a change of its own (a smaller batch, other prompts, counters that are not what they say). Above 10x
+# the neighbour would leave it under a tenth of the GPU, where time slicing between two contexts gives each
+# a share and the reference's worst measured pair is 2.35x: a stalled or reset counter, not a slowdown.
+PLAUSIBLE_RATIO = (0.9, 10.0)
+# The least a planned slowdown can be: a measured 0.95x is planned as 1.0x (no faster than alone), said so.
+NO_FASTER_THAN_ALONE = 1.0
+
+
+def plausible_ratio(ratio: float) -> bool:
+    low, high = PLAUSIBLE_RATIO
+    return low <= ratio <= high
+
 
 # What a training run looks like on its command line (training: compute-bound, the planner's "sustained").
 _TRAINING = re.compile(
@@ -249,6 +266,8 @@ class SlowdownTracker:
         seen: set[tuple[str, str]] = set()
         for report in reports:
             own = pids[id(report)]
+            if not own:
+                continue  # nothing on this machine is seen running it: its counters are only a claim
             share: GpuShare | None = None
             for model in report.models:
                 if model.tokens_per_s is None:
@@ -312,6 +331,8 @@ class SlowdownTracker:
         if len(streak.solo) < MIN_READINGS or len(streak.together) < MIN_READINGS:
             return None
         solo, together = statistics.median(streak.solo), statistics.median(streak.together)
+        if not plausible_ratio(solo / together):
+            return None
         return Slowdown(
             endpoint=report.endpoint,
             server=report.server,

@@ -404,7 +404,7 @@ def evaluate_known(
         baseline.sm_count,
         has_gpu=baseline.gpu,
         no_gpu_reason=baseline.gpu_reason,
-        measured={n: {k: f.ratio for k, f in by_kind.items()} for n, by_kind in here.items()}
+        measured={n: {k: f.planned for k, f in by_kind.items()} for n, by_kind in here.items()}
         if use_here
         else None,
     )
@@ -412,13 +412,15 @@ def evaluate_known(
         for kind, figure in here.get(r.name, {}).items():
             if kind in compute.measured.get(r.name, {}):
                 compute.reasons.append(
-                    f"{r.name}: {figure.sentence()}: planned with it, not the H100 reference's "
+                    f"{r.name}: {figure.sentence()}: {figure.used()}, not the H100 reference's "
                     f"{planner_range_text(kind)}x"
                 )
             elif not use_here:
                 r.warnings.append(f"{figure.sentence()} (the reference's figures used, as asked)")
             else:
                 r.warnings.append(f"{figure.sentence()} (nothing of that kind beside it in this plan)")
+        if known is not None:
+            r.warnings += known.of(r.uid).implausible
     for r in items:
         r.slowdown = compute.slowdown.get(r.name)
         r.overlap = compute.overlap.get(r.name)

@@ -20,6 +20,7 @@ from sparktop.analysis.accounting import fill_accounting
 from sparktop.analysis.headroom import vllm_startup_check
 from sparktop.analysis.served import model_key as served_model_key
 from sparktop.analysis.served import split_models
+from sparktop.analysis.slowdown import NO_FASTER_THAN_ALONE, PLAUSIBLE_RATIO, plausible_ratio
 from sparktop.core.format import fmt_est
 from sparktop.core.snapshot import Snapshot
 from sparktop.footprints.store import Footprint, MeasuredSlowdown
@@ -116,6 +117,12 @@ class SlowdownHere:
     last_at: float
     neighbour: str | None  # the last one's name
 
+    @property
+    def planned(self) -> float:
+        """The figure the verdict may use: never below 1 (no model answers faster beside a busy neighbour
+        than alone; a measured 0.95x is noise around 1)."""
+        return max(NO_FASTER_THAN_ALONE, self.ratio)
+
     def sentence(self) -> str:
         """`measured here 1.7x slower beside training (ssd-tetris-train-1; 2 times, 1.6–1.8x, last on …)`."""
         day = time.strftime("%Y-%m-%d", time.localtime(self.last_at))
@@ -123,7 +130,17 @@ class SlowdownHere:
         spread = "" if self.low == self.high else f", {self.low:.1f}–{self.high:.1f}x"
         times = "once" if self.stretches == 1 else f"{self.stretches} times"
         detail = f"{last}{times}{spread}, last on {day}"
-        return f"measured here {self.ratio:.1f}x slower beside {self.kind} ({detail})"
+        what = f"{self.ratio:.1f}x slower" if self.ratio >= 1 else f"{self.ratio:.2f}x (not slower)"
+        return f"measured here {what} beside {self.kind} ({detail})"
+
+    def used(self) -> str:
+        """How the verdict uses it: as it is, or raised to what physics allows."""
+        if self.ratio >= NO_FASTER_THAN_ALONE:
+            return "planned with it"
+        return (
+            f"planned as {NO_FASTER_THAN_ALONE:.1f}x (no model answers faster beside a busy neighbour than "
+            "alone)"
+        )
 
 
 @dataclass(frozen=True)
@@ -136,6 +153,7 @@ class ItemFacts:
     running: tuple[str, int] | None = None  # (what, bytes it holds now): the live baseline holds it
     claimed: str | None = None  # the server that lists it as loaded while nothing is seen holding it
     startup_check: str | None = None  # vLLM's start-up memory check, answered before launch
+    implausible: tuple[str, ...] = ()  # stored slowdowns outside PLAUSIBLE_RATIO, left out: what they were
 
 
 NOTHING_KNOWN = ItemFacts()
@@ -216,13 +234,24 @@ class Peaks:
         return min(found, key=lambda known: (-known[0].peak_bytes, known[1]))[0] if found else None
 
 
-def slowdowns_here(measured: Iterable[MeasuredSlowdown], names: set[str]) -> dict[str, SlowdownHere]:
-    """By kind of neighbour, the slowdowns measured for a model under any of `names`."""
+def _stored_for(measured: Iterable[MeasuredSlowdown], names: set[str]) -> dict[str, list[MeasuredSlowdown]]:
+    """By kind of neighbour, the stored slowdowns of a model under any of `names`."""
     found: dict[str, list[MeasuredSlowdown]] = {}
     for m in measured:
         name = m.model.split(":", 1)[1] if ":" in m.model else m.model
         if (name in names or m.model in names) and m.neighbour_kind in ("training", "decoder"):
             found.setdefault(m.neighbour_kind, []).append(m)
+    return found
+
+
+def slowdowns_here(measured: Iterable[MeasuredSlowdown], names: set[str]) -> dict[str, SlowdownHere]:
+    """By kind of neighbour, the slowdowns measured for a model under any of `names`: only figures inside
+    PLAUSIBLE_RATIO (a store an older sparktop wrote, or one edited, may hold others)."""
+    found = {
+        kind: kept
+        for kind, stretches in _stored_for(measured, names).items()
+        if (kept := [m for m in stretches if plausible_ratio(m.ratio)])
+    }
     out = {}
     for kind, stretches in found.items():
         ratios = [m.ratio for m in stretches]
@@ -236,6 +265,22 @@ def slowdowns_here(measured: Iterable[MeasuredSlowdown], names: set[str]) -> dic
             last.measured_at,
             last.neighbour,
         )
+    return out
+
+
+def implausible_slowdowns(measured: Iterable[MeasuredSlowdown], names: set[str]) -> list[str]:
+    """What the store holds for a model outside PLAUSIBLE_RATIO, one sentence per kind of neighbour: left out
+    of the plan, and said."""
+    low, high = PLAUSIBLE_RATIO
+    out = []
+    for kind, stretches in _stored_for(measured, names).items():
+        odd = sorted(m.ratio for m in stretches if not plausible_ratio(m.ratio))
+        if odd:
+            figures = ", ".join(f"{r:.2f}x" for r in odd[:3]) + (" …" if len(odd) > 3 else "")
+            out.append(
+                f"measured here {figures} beside {kind}: outside the plausible {low:g}–{high:g}x "
+                "(not a slowdown: a server's counters changed for another reason), not planned with"
+            )
     return out
 
 
@@ -310,6 +355,7 @@ class LiveFacts:
             items[w.uid] = ItemFacts(
                 peak=peaks.best(names),
                 slowdowns=slowdowns_here(slowdowns, names),
+                implausible=tuple(implausible_slowdowns(slowdowns, names)),
                 running=running,
                 claimed=holdings.claimed(names) if holdings is not None and running is None else None,
                 startup_check=_startup_check(w, snap) if running is None else None,

@@ -7,6 +7,8 @@ noise (no requests, one short request, a neighbour busy for one tick) gives none
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import threading
 import time
@@ -55,17 +57,20 @@ def machine(
     util: float | None = None,
     sm: dict[int, float] | None = None,
     train_started: float = 1000.0,
+    server: bool = True,
 ) -> Snapshot:
     """A GPU with a host vLLM process (and gnome-shell, there all along) and, when `neighbour`, a training
-    container beside it. `sm`: per-process SM use by PID (only where the snapshot model has the field)."""
+    container beside it. `sm`: per-process SM use by PID (only where the snapshot model has the field).
+    `server` False: no process or container here runs the vLLM server (something else answers its port)."""
     procs = [
         ProcessInfo(pid=DESKTOP_PID, name="gnome-shell", cmdline="/usr/bin/gnome-shell", start_time=10.0),
-        ProcessInfo(pid=VLLM_PID, name="vllm", cmdline="vllm serve Qwen/Qwen3-32B", start_time=100.0),
     ]
-    gpu_procs = [
-        GpuProcess(pid=DESKTOP_PID, used_bytes=200 << 20, kind="both"),
-        GpuProcess(pid=VLLM_PID, used_bytes=40 * GIB),
-    ]
+    gpu_procs = [GpuProcess(pid=DESKTOP_PID, used_bytes=200 << 20, kind="both")]
+    if server:
+        procs.append(
+            ProcessInfo(pid=VLLM_PID, name="vllm", cmdline="vllm serve Qwen/Qwen3-32B", start_time=100.0)
+        )
+        gpu_procs.append(GpuProcess(pid=VLLM_PID, used_bytes=40 * GIB))
     containers = []
     if neighbour:
         procs.append(
@@ -221,12 +226,13 @@ class Ticks:
         self.t = 10_000.0
         self.checked: float | None = None
         self.train_started: float | None = None  # the training run starts when first there
+        self.server = True  # a process on this machine runs the vLLM server
 
     def tick(self, neighbour: bool, step: float = 4.0) -> list[Slowdown]:
         self.t += step
         if neighbour and self.train_started is None:
             self.train_started = self.t
-        snap = machine(self.t, neighbour, train_started=self.train_started or self.t)
+        snap = machine(self.t, neighbour, train_started=self.train_started or self.t, server=self.server)
         deadline = time.monotonic() + 3.0
         while True:
             reports = self.servers.collect(snap)
@@ -284,6 +290,39 @@ def test_counters_that_slow_down_beside_a_busy_training_run_give_a_figure(vllm, 
     )
     assert kept.ratio == pytest.approx(SOLO_RATE / TOGETHER_RATE, rel=0.15)
     again.close()
+
+
+def test_a_server_this_machine_does_not_show_running_gives_no_figure(vllm, tmp_path):
+    """The counters are the server's own claim: anything can answer on its port. As footprints need the
+    memory held by the server's process or container, a slowdown needs that process or container here."""
+    fake, servers = vllm
+    store = FootprintStore(tmp_path / "footprints.sqlite3", clock=lambda: 0.0)
+    ticks = Ticks(servers, store)
+    ticks.server = False
+    ticks.alone(fake)
+    fake.set(TOGETHER_RATE, RUNNING)
+    ticks.find_nothing(neighbour=True, ticks=TOGETHER_TICKS + 2)
+    store.flush()
+    assert store.slowdowns() == []
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "solo, together",
+    [(600.0, 2400.0), (2400.0, 240.0 / 2)],  # 0.25x: faster beside a busy neighbour; 20x: a stalled counter
+    ids=["0.25x", "20x"],
+)
+def test_a_figure_outside_the_plausible_range_is_not_a_slowdown(vllm, tmp_path, solo, together):
+    fake, servers = vllm
+    store = FootprintStore(tmp_path / "footprints.sqlite3", clock=lambda: 0.0)
+    ticks = Ticks(servers, store)
+    fake.set(solo, RUNNING)
+    ticks.find_nothing(neighbour=False, ticks=MIN_READINGS + 1)
+    fake.set(together, RUNNING)
+    ticks.find_nothing(neighbour=True, ticks=TOGETHER_TICKS + 2)
+    store.flush()
+    assert store.slowdowns() == []
+    store.close()
 
 
 def test_a_server_with_no_requests_gives_no_figure(vllm):
@@ -347,6 +386,53 @@ def test_a_server_without_token_counts_is_not_tracked():
 
 
 # --- the store -------------------------------------------------------------------------------------------
+
+
+def plan_with_stored(ratios: list[float]) -> dict:
+    """`plan --machine spark llama3.1:70b ssd-tetris --json` with these stored slowdowns of llama3.1:70b
+    beside training (in this test's own XDG_STATE_HOME, tests/conftest.py)."""
+    import json
+
+    from sparktop.commands.plan import main
+    from sparktop.footprints import shared_store
+
+    store = shared_store()
+    for n, ratio in enumerate(ratios):
+        store.record_slowdown(
+            MeasuredSlowdown(
+                "llamacpp:llama3.1:70b", "training", 1000.0 * (n + 1), ratio, "ssd-tetris-train-1", 9.0,
+                9.0 / ratio, 1_790_000_000.0,
+            )
+        )  # fmt: skip
+    store.flush()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["--machine=spark", "--no-discover", "--json", "llama3.1:70b", "ssd-tetris"])
+    return json.loads(out.getvalue())
+
+
+def test_a_stored_implausible_slowdown_is_left_out_of_the_plan_and_said():
+    """As reported: a stored 0.05x made the plan say 'about 0.1x slower … measured here: planned with it'
+    instead of the reference's 2.4x."""
+    planned = plan_with_stored([0.05])
+    assert planned["items"][0]["slowdown"] == pytest.approx(2.35, abs=0.1)
+    assert not any("planned with it" in r for r in planned["compute_detail"]["reasons"])
+    warnings = planned["items"][0]["warnings"]
+    assert any(
+        "measured here 0.05x beside training: outside the plausible 0.9–10x" in w and "not planned with" in w
+        for w in warnings
+    ), warnings
+
+
+def test_a_measured_figure_below_one_is_planned_as_no_faster_than_alone():
+    planned = plan_with_stored([0.95])  # plausible (noise around 1), yet never faster than alone
+    assert planned["items"][0]["slowdown"] == pytest.approx(1.0)
+    reasons = planned["compute_detail"]["reasons"]
+    assert any(
+        "measured here 0.95x (not slower) beside training" in r
+        and "planned as 1.0x (no model answers faster beside a busy neighbour than alone)" in r
+        for r in reasons
+    ), reasons
 
 
 def measured(since: float, ratio: float, at: float) -> MeasuredSlowdown:
