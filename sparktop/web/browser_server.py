@@ -40,7 +40,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil  # type: ignore[import-untyped]
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
@@ -58,6 +58,7 @@ DEFAULT_WIDTH, DEFAULT_HEIGHT = 80, 24  # textual-serve's, for a size missing or
 QUIT_WAIT_S = 2.0
 TERM_WAIT_S = 3.0
 KILL_WAIT_S = 5.0
+INPUT_WAIT_S = 10.0  # a session that takes no input for this long is stuck: it ends
 # `token=` in any URL a log line quotes: the request line, a Referer.
 _TOKEN_IN_QUERY = re.compile(r"(?i)(token=)[^&\s\"']*")
 PAGE_DIR = Path(__file__).parent  # our app_index.html (textual-serve's page, its font served here)
@@ -110,27 +111,33 @@ class RedactingFormatter(logging.Formatter):
 
 async def relay(websocket: web.WebSocketResponse, app_service: AppService) -> None:
     """The browser's messages to its session (textual-serve's protocol), the terminal's size clamped; a
-    message that is not the protocol's is skipped."""
+    message that is not the protocol's is skipped. A session that takes no input for INPUT_WAIT_S ends the
+    relay (TimeoutError): waiting on it, the relay would not see its socket close."""
     async for message in websocket:
-        if message.type != WSMsgType.TEXT:
-            continue
-        try:
-            envelope = json.loads(message.data)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(envelope, list) or not envelope:
-            continue
-        kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
-        if kind == "stdin" and isinstance(data, str):
-            await app_service.send_bytes(data.encode("utf-8", "replace"))
-        elif kind == "resize" and isinstance(data, dict):
-            await app_service.set_terminal_size(*terminal_size(data.get("width"), data.get("height")))
-        elif kind == "ping":
-            await websocket.send_json(["pong", data])
-        elif kind == "blur":
-            await app_service.blur()
-        elif kind == "focus":
-            await app_service.focus()
+        async with asyncio.timeout(INPUT_WAIT_S):
+            await _deliver(websocket, app_service, message)
+
+
+async def _deliver(websocket: web.WebSocketResponse, app_service: AppService, message: WSMessage) -> None:
+    if message.type != WSMsgType.TEXT:
+        return
+    try:
+        envelope = json.loads(message.data)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(envelope, list) or not envelope:
+        return
+    kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+    if kind == "stdin" and isinstance(data, str):
+        await app_service.send_bytes(data.encode("utf-8", "replace"))
+    elif kind == "resize" and isinstance(data, dict):
+        await app_service.set_terminal_size(*terminal_size(data.get("width"), data.get("height")))
+    elif kind == "ping":
+        await websocket.send_json(["pong", data])
+    elif kind == "blur":
+        await app_service.blur()
+    elif kind == "focus":
+        await app_service.focus()
 
 
 def _child_pids() -> set[int]:
@@ -148,7 +155,8 @@ async def _gone_within(process: psutil.Process, seconds: float) -> bool:
     deadline = loop.time() + seconds
     while True:
         try:
-            if process.status() == psutil.STATUS_ZOMBIE:
+            # is_running() is False once the pid belongs to another process: never wait on a stranger.
+            if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
                 return True
         except psutil.NoSuchProcess:
             return True
@@ -304,7 +312,7 @@ class GuardedServer(Server):
         ending: asyncio.Task[None] | None = None
         try:
             await relay(websocket, app_service)
-        except Exception as exc:  # a browser's bad message ends its own session, not the server
+        except Exception as exc:  # a stuck session, a socket gone: that session ends, not the server
             log.warning("sparktop web: session ended: %s", type(exc).__name__)
         finally:
             ending = asyncio.ensure_future(

@@ -180,6 +180,22 @@ async def test_a_busy_session_that_ignores_sigterm_is_killed_when_its_socket_clo
         await ws.close()
 
 
+async def test_a_session_that_takes_no_input_ends_when_its_socket_closes(stubborn: Served) -> None:
+    """Keys typed into a session that reads none fill its input pipe; the server, waiting to deliver them,
+    must still see the socket close and end the session."""
+    async with client() as session:
+        ws = await stubborn.connect(session)
+        await ws.receive(timeout=SETTLE_S)
+        (process,) = stubborn.sessions()
+        for _ in range(64):  # 1 MiB of keys: far more than a pipe holds
+            await ws.send_json(["stdin", "k" * 16384])
+        await ws.close()
+    assert await until(
+        lambda: not process.is_running() or process.status() == psutil.STATUS_ZOMBIE, 3 * SETTLE_S
+    )
+    assert await until(lambda: not stubborn.sessions(), SETTLE_S)
+
+
 async def test_a_browser_gets_no_terminal_larger_than_a_screen(watcher: Served) -> None:
     async with client() as session:
         ws = await watcher.connect(session, "&width=20000&height=5000")
