@@ -394,7 +394,7 @@ def plan_with_stored(ratios: list[float]) -> dict:
     import json
 
     from sparktop.commands.plan import main
-    from sparktop.footprints import shared_store
+    from sparktop.footprints.store import shared_store
 
     store = shared_store()
     for n, ratio in enumerate(ratios):

@@ -24,8 +24,8 @@ import aiohttp
 import psutil
 import pytest
 
-from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
 from sparktop.web.browser_server import MAX_HEIGHT, MAX_WIDTH
+from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
 from tests.fixtures.exporters import free_port, stop_process
 from tests.fixtures.web import Web, start_web
 
