@@ -75,9 +75,9 @@ async def test_the_exhaustion_banner_and_the_creep_lines_name_the_same_time_on_s
 
     from textual.widgets import Static
 
-    from tests.unit.test_one_forecast import machine
+    from tests.fixtures.hogs import growing_machine
 
-    source = machine(seed=2)
+    source = growing_machine(seed=2)
     app = SparktopApp(
         source,
         Config(),

@@ -11,8 +11,7 @@ from textual.widgets import Static
 from sparktop.settings.config import Config
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.messages import MessagesScreen
-from tests.fixtures.hogs import START
-from tests.unit.test_session_messages import LEAK_STOPS_S, leaking_machine
+from tests.fixtures.hogs import LEAK_STOPS_S, START, leaking_machine
 
 
 def clock(at: float) -> str:

@@ -8,25 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fixtures.trees import CgroupTree, ProcTree, meminfo_text, v2_cgroup
-
-CONTAINER = "c" * 64
-
-
-def host_tree(root: Path) -> Path:
-    """A host as a container sees it with `-v /:/host`: a 100 GiB pool, one container, two processes."""
-    proc = ProcTree(
-        root / "proc", meminfo=meminfo_text(total_kb=100 * 1024 * 1024, available_kb=40 * 1024**2)
-    )
-    cgroups = CgroupTree(root / "sys" / "fs" / "cgroup", 2)
-    scope = f"/system.slice/docker-{CONTAINER}.scope"
-    cgroups.add(scope, usage=3 * 1024**3, anon=2 * 1024**3)
-    proc.add(4321, "python3", cmdline=["python3", "train.py"], rss_pages=1000, cgroup=v2_cgroup(scope))
-    proc.add(77, "hostd", cmdline=["/usr/bin/hostd"], rss_pages=50_000)
-    (root / "etc").mkdir()
-    (root / "etc" / "hostname").write_text("spark-host\n")
-    (root / "var" / "run").mkdir(parents=True)
-    return root
+from tests.fixtures.trees import HOST_CONTAINER, host_tree
 
 
 def once_json(*args: str) -> dict:
@@ -47,7 +29,7 @@ def test_once_reads_the_host_under_root(tmp_path: Path) -> None:
     assert snapshot["memory"]["total"] == 100 * 1024**3 and snapshot["memory"]["available"] == 40 * 1024**3
     assert {p["pid"] for p in snapshot["processes"]} == {4321, 77}
     (container,) = snapshot["containers"]
-    assert container["id"] == CONTAINER and container["pids"] == [4321]
+    assert container["id"] == HOST_CONTAINER and container["pids"] == [4321]
     assert container["memory"]["usage"] == 3 * 1024**3  # read from the host's cgroup tree under the root
     # The Docker socket is looked for under the root too: none is mounted here, and the reason names it.
     assert f"{root}/var/run/docker.sock" in (snapshot["docker"]["reason"] or "")

@@ -18,7 +18,7 @@ from sparktop.collect import tree_files
 from sparktop.collect.host_paths import HostPaths
 from sparktop.collect.tree_files import NotRegularFile, read_bytes
 from sparktop.sources.live import LiveSource
-from tests.unit.test_host_root import CONTAINER, host_tree
+from tests.fixtures.trees import HOST_CONTAINER, host_tree
 
 SECRET = "TOP-SECRET-not-the-hosts"
 
@@ -93,7 +93,8 @@ def test_process_files_that_link_out_of_the_tree_are_not_read(tmp_path: Path, se
     replace(root / "proc" / "4321" / "cmdline", "link", secret)
     # a whole process directory linking to this machine's own process 1
     (root / "proc" / "1").symlink_to("/proc/1")
-    cgroup_file = root / "sys" / "fs" / "cgroup" / f"system.slice/docker-{CONTAINER}.scope" / "memory.current"
+    scope = f"system.slice/docker-{HOST_CONTAINER}.scope"
+    cgroup_file = root / "sys" / "fs" / "cgroup" / scope / "memory.current"
     replace(cgroup_file, "link", secret)
     code, snapshot, stderr = once_json(root)
     assert code == 0, stderr

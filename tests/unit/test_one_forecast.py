@@ -9,24 +9,9 @@ import re
 
 import pytest
 
-from sparktop.core.snapshot import GIB, MIB
+from sparktop.core.snapshot import GIB
 from sparktop.session.session import Session
-from tests.fixtures.hogs import Hogs, churn, ramp
-
-FAST_STOPS_S = 110
-
-
-def machine(seed: int) -> Hogs:
-    return Hogs(
-        {
-            "grower-a": ramp(1 * GIB, GIB / 60),
-            "grower-b": ramp(1 * GIB, GIB / 60),
-            "fast": ramp(0, 3 * GIB / 60, begin_s=20, stop_s=FAST_STOPS_S),
-            "suite": churn(int(1.5 * GIB), period_s=37, held_s=15),  # a test suite allocating and freeing
-            "browser": churn(600 * MIB, period_s=23, held_s=9, begin_s=5),
-        },
-        seed=seed,
-    )
+from tests.fixtures.hogs import FAST_STOPS_S, growing_machine
 
 
 def _minutes(text: str, pattern: str) -> str:
@@ -37,7 +22,7 @@ def _minutes(text: str, pattern: str) -> str:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_banner_stays_up_on_steady_growth_and_agrees_with_the_creep_lines(seed: int) -> None:
-    source, session = machine(seed), Session()
+    source, session = growing_machine(seed), Session()
     shown: list[bool] = []
     for _ in range(230):
         session.ingest(source.sample())

@@ -3,21 +3,9 @@ of creep alerts, exhaustion banners and a SIGTERM the messages screen read "Mess
 
 from __future__ import annotations
 
-from sparktop.core.snapshot import GIB
 from sparktop.session.message_log import MessageLog
 from sparktop.session.session import Session
-from tests.fixtures.hogs import START, Hogs, ramp
-
-LEAK_STOPS_S = 80
-
-
-def leaking_machine() -> Hogs:
-    """A process that grows 3 GiB/min for 80 s and stops; a problem reported on two samples in a row."""
-    return Hogs(
-        {"leak": ramp(1 * GIB, 3 * GIB / 60, stop_s=LEAK_STOPS_S), "idle": ramp(2 * GIB, 0)},
-        seed=1,
-        errors={50: "docker: permission denied", 51: "docker: permission denied"},
-    )
+from tests.fixtures.hogs import LEAK_STOPS_S, START, leaking_machine
 
 
 def test_alerts_raised_and_cleared_and_problems_are_messages_with_their_time() -> None:
