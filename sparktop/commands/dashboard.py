@@ -237,16 +237,19 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
 def _replay_options(parser: argparse.ArgumentParser, opts: argparse.Namespace) -> float | None:
     """Checks --speed and --start (a replay's, in the dashboard) and returns --start in seconds (negative:
     before the end)."""
-    from sparktop.session.playback import MAX_SPEED
-    from sparktop.sources.replay import parse_clock
 
     given = [flag for flag, value in (("--speed", opts.speed), ("--start", opts.start)) if value is not None]
     if given and (opts.replay is None or opts.once):
         parser.error(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --replay, without --once")
-    if opts.speed is not None and not 1 <= opts.speed <= MAX_SPEED:
-        parser.error(f"--speed must be 1 to {MAX_SPEED} (snapshots a tick), not {opts.speed}")
+    if opts.speed is not None:  # the player's module only for a replay: a live start need not load it
+        from sparktop.session.playback import MAX_SPEED
+
+        if not 1 <= opts.speed <= MAX_SPEED:
+            parser.error(f"--speed must be 1 to {MAX_SPEED} (snapshots a tick), not {opts.speed}")
     if opts.start is None:
         return None
+    from sparktop.sources.replay import parse_clock
+
     try:
         return parse_clock(opts.start)
     except ValueError as exc:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import SystemCommand
@@ -33,10 +34,8 @@ from sparktop.analysis.lines import LineChoice
 from sparktop.core.safe_text import error_line
 from sparktop.core.snapshot import Snapshot
 from sparktop.session.message_log import MessageLog
-from sparktop.session.playback import Batch, Playback
 from sparktop.session.session import Session
 from sparktop.settings.config import Config
-from sparktop.sources.replay import ReplaySource, format_clock
 from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted, take_sample
 from sparktop.stopping.stop_book import StopBook
 from sparktop.ui.exit_signals import end_on_signals
@@ -45,6 +44,9 @@ from sparktop.ui.stop_keys import StopActions
 from sparktop.ui.styles_cache_leak import release_retained_styles
 from sparktop.ui.themes import DEFAULT_THEME, Palette, SparkTheme, derive_palette, load_themes
 from sparktop.ui.toasts import PlainToastApp
+
+if TYPE_CHECKING:
+    from sparktop.session.playback import Batch, Playback
 
 INTERVALS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 # A read-only browser session (`sparktop web`): its user is whoever has the page, not this machine's user.
@@ -109,7 +111,12 @@ class SparktopApp(PlainToastApp):
         self.frozen: Snapshot | None = None  # paused: the snapshot the views were frozen on
         self.session = self._new_session()
         self.playback: Playback | None = None  # a recording's player: speed and seek
-        if isinstance(source, ReplaySource):
+        # A recording's module is loaded when, and only when, one was opened: a live or demo start does not
+        # import the replay machinery (gzip, the player) before its first frame.
+        replay = sys.modules.get("sparktop.sources.replay")
+        if replay is not None and isinstance(source, replay.ReplaySource):
+            from sparktop.session.playback import Playback
+
             self.playback = Playback(source, self._new_session, speed=replay_speed)
         self._replay_start = replay_start
         self._index_problem_said = False
@@ -469,6 +476,7 @@ class SparktopApp(PlainToastApp):
 
     def action_goto_time(self) -> None:
         """Ask for a time to go to (ui/screens/goto_time.py)."""
+        from sparktop.sources.replay import format_clock
         from sparktop.ui.screens.goto_time import GotoTimeScreen
 
         assert self.playback is not None  # check_action

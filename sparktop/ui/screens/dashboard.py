@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from textual.actions import SkipAction
 from textual.app import ComposeResult, SystemCommand
@@ -31,16 +31,13 @@ from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.core.format import fmt_available_pct, fmt_size
 from sparktop.core.machine import machine_label
 from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot
-from sparktop.session.playback import Playback
 from sparktop.session.rows import Row, container_rows, process_rows, unmeasurable_columns
 from sparktop.session.session import Session
 from sparktop.settings.config import Config
-from sparktop.sources.replay import format_clock
 from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.stop_keys import StopActions
 from sparktop.ui.terminal_check import MIN_HEIGHT, MIN_WIDTH
 from sparktop.ui.themes import Palette
-from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.consumer_summary import ConsumerSummary
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
@@ -52,6 +49,11 @@ from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
 from sparktop.ui.widgets.tables import ConsumerTable, empty_note
+
+# Imported when used, not before the first frame: a replay's player, the What-if tab (and its catalog).
+if TYPE_CHECKING:
+    from sparktop.session.playback import Playback
+    from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 
 # plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
 # new data moves it by a column, and never more often than this.
@@ -379,6 +381,8 @@ class DashboardScreen(Screen[None]):
         if progress is not None:  # a recording: where in it, its length, speed and its own interval
             source = progress.describe()
         if host.playback is not None and host.playback.pending_s is not None:
+            from sparktop.sources.replay import format_clock
+
             source += f" · seeking to {format_clock(host.playback.pending_s)}…"
         shown, age = session.latest, None
         if host.paused and host.frozen is not None:  # the views show the frozen snapshot: so does the clock
@@ -558,11 +562,15 @@ class DashboardScreen(Screen[None]):
     def whatif_pane(self) -> WhatIfPane:
         """The What-if pane, mounted into its tab the first time it is asked for (opening the tab asks)."""
         if self._whatif is None:
+            from sparktop.ui.whatif import WhatIfPane
+
             self._whatif = WhatIfPane(context=self._whatif_context, id="whatif-pane")
             self.query_one("#whatif", TabPane).mount(self._whatif)
         return self._whatif
 
     def _whatif_context(self) -> WhatIfContext:
+        from sparktop.ui.whatif import WhatIfContext
+
         cfg = self.host.config
         return WhatIfContext(self.host.session.latest, LineChoice.of(cfg), cfg.units, self.host.palette)
 
