@@ -9,9 +9,13 @@ them. The demo runs it without a store: a simulated machine must not teach the p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sparktop.analysis.slowdown import SlowdownTracker
 from sparktop.core.snapshot import ServiceReport, Snapshot
-from sparktop.footprints.store import FootprintStore, MeasuredSlowdown, model_key, shared_store
+
+if TYPE_CHECKING:  # the store (sqlite3) is imported when one is kept: the demo keeps none
+    from sparktop.footprints.store import FootprintStore
 
 NAME = "slowdowns"
 
@@ -22,13 +26,19 @@ class SlowdownCollector:
     def __init__(self, store: FootprintStore | None = None, keep: bool = True) -> None:
         """`store`: where figures are kept (None: the shared one, unless `keep` is False: nowhere)."""
         self.tracker = SlowdownTracker()
-        self.store = (store if store is not None else shared_store()) if keep else None
+        if store is None and keep:
+            from sparktop.footprints.store import shared_store
+
+            store = shared_store()
+        self.store = store if keep else None
 
     def collect(self, snapshot: Snapshot) -> list[ServiceReport]:
         found = self.tracker.update(snapshot)
         if not found:
             return []
         if self.store is not None:
+            from sparktop.footprints.store import MeasuredSlowdown, model_key
+
             for s in found:
                 self.store.record_slowdown(
                     MeasuredSlowdown(

@@ -37,7 +37,7 @@ class SnapshotSource(ABC):
     source has them: `name` (the class name unless a source says "live", "demo", "replay"), `finished` (a
     recording handed out its last snapshot), `recorded_interval` and `progress()` (a recording's own pace and
     position), `warnings` (problems found in the source itself, shown in the status line), `safe_bytes` /
-    `max_bytes` (lines another machine's exporter states), `discovery` and `defer_discovery()` (live only),
+    `max_bytes` (lines another machine's exporter states), `discovery` and `defer_slow_parts()` (live only),
     `settle(timeout)` (see `settled_sample`), `controller()` (a ContainerController for this source's
     containers, see collect/control.py), `refresh_names()` (after a stop) and `close()` (releases handles:
     NVML, Docker client)."""
@@ -70,8 +70,9 @@ class SnapshotSource(ABC):
         """Where a recording's playback stands (`snapshot`: the one on screen); None for a live source."""
         return None
 
-    def defer_discovery(self) -> None:
-        """Let the next sample skip slow container discovery (live only; nothing to skip elsewhere)."""
+    def defer_slow_parts(self) -> None:
+        """Let the next sample skip what is slow to start: container discovery and the add-on collectors
+        (live only; nothing to skip elsewhere)."""
         return None
 
     def settle(self, timeout: float) -> bool:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -111,13 +110,13 @@ class SparktopApp(PlainToastApp):
         self.frozen: Snapshot | None = None  # paused: the snapshot the views were frozen on
         self.session = self._new_session()
         self.playback: Playback | None = None  # a recording's player: speed and seek
-        # A recording's module is loaded when, and only when, one was opened: a live or demo start does not
-        # import the replay machinery (gzip, the player) before its first frame.
-        replay = sys.modules.get("sparktop.sources.replay")
-        if replay is not None and isinstance(source, replay.ReplaySource):
+        # The player only for a recording: a live or demo start does not import it before its first frame.
+        if source.name == "replay":
             from sparktop.session.playback import Playback
+            from sparktop.sources.replay import ReplaySource
 
-            self.playback = Playback(source, self._new_session, speed=replay_speed)
+            if isinstance(source, ReplaySource):
+                self.playback = Playback(source, self._new_session, speed=replay_speed)
         self._replay_start = replay_start
         self._index_problem_said = False
         self._startup_messages = list(startup_messages)
@@ -192,9 +191,10 @@ class SparktopApp(PlainToastApp):
         if self.auto_sample:
             self._start_timer()
             if self.warmup == 0 and not self._polling:
-                # A live source may leave the Docker SDK and the engine for the next tick: the first frame
-                # shows containers by id for one interval instead of waiting ~0.15 s for their names.
-                self.source.defer_discovery()
+                # A live source may leave the Docker SDK, the engine and the add-on collectors (model
+                # servers, footprints, the guard's state) for the next tick: the first frame shows
+                # containers by id for one interval instead of waiting ~0.2 s for the rest.
+                self.source.defer_slow_parts()
                 self._tick()
 
     def on_unmount(self) -> None:

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 import sparktop.sources.live as sampler_mod
-from sparktop.core.snapshot import DockerStatus, GpuProcess, GpuReport, GpuState, Snapshot
+from sparktop.core.snapshot import DockerStatus, GpuProcess, GpuReport, GpuState, ServiceReport, Snapshot
 from sparktop.session.session import Session
 from sparktop.sources.live import LiveSource
 from sparktop.sources.snapshot_source import SnapshotSource
@@ -430,17 +430,38 @@ def test_live_on_this_machine() -> None:
         child.wait()
 
 
-def test_deferred_discovery_gives_ids_first_then_names(tmp_path: Path) -> None:
-    # The dashboard's first frame does not wait for the Docker SDK: one sample by id, names from the next.
-    source, _ = live(tmp_path, 2)
-    source.defer_discovery()
+class _CountingAddOn:
+    """An add-on collector (collect/base.py) that reports one service per tick it is asked."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def collect(self, snapshot: Snapshot) -> list[ServiceReport]:
+        self.ticks += 1
+        return [ServiceReport(collector="counting", endpoint=f"tick {self.ticks}")]
+
+    def close(self) -> None:
+        pass
+
+
+def test_quick_first_sample_leaves_discovery_and_add_ons_for_the_next(tmp_path: Path) -> None:
+    # The dashboard's first frame waits for neither the Docker SDK nor the add-on collectors (their imports
+    # and first reads): one quick sample by container id, without services; names and services from the next.
+    add_on = _CountingAddOn()
+    source, _ = live(tmp_path, 2, collectors=[add_on])
+    source.defer_slow_parts()
     first = source.sample()
     assert first.docker == DockerStatus(available=False, reason=None)  # not known yet: nothing to say
     assert {c.id for c in first.containers} == {A, B, C, K}
     assert all(c.name is None for c in first.containers)
+    assert first.gpu.available and first.gpu.gpus  # NVML is in the quick sample
+    assert first.services == [] and add_on.ticks == 0
     second = source.sample()
     assert second.docker.available
     assert {c.id: c.name for c in second.containers}[A] == "whisper"
+    assert [s.endpoint for s in second.services] == ["tick 1"]
 
 
 def test_foreign_engine_names_the_engine_a_stop_cannot_reach() -> None:
