@@ -1,4 +1,4 @@
-"""Docker through the SDK: names, images and compose labels for discovery, stop and kill for control.
+"""Docker: names, images and compose labels for discovery, stop and kill for control.
 
 Memory never comes from here. Containers are found and measured from their cgroup files on every tick
 (DESIGN §5); the Docker API only supplies what cgroups cannot: names, images, compose project/service. One
@@ -8,6 +8,10 @@ few seconds is enough, with a short client timeout so a stuck engine cannot stal
 Nothing here raises out of discovery: no socket, permission denied or an engine that went away become a
 `DockerStatus` with one readable reason, and the last names are kept (marked stale) until the engine answers
 again. Control raises `ControlError` / `StopTimeout` with one readable line.
+
+Discovery on a unix socket (the default, and a Spark's) is one `GET /containers/json` with the standard
+library's HTTP client: the Docker SDK (requests, urllib3: ~7 MiB of RSS and ~0.15 s of imports) is loaded only
+for other endpoints (tcp, TLS) and for control, when a stop is asked for.
 """
 
 from __future__ import annotations
@@ -15,17 +19,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import http.client
+import json
 import math
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
-
-import docker
-import docker.errors
-import requests.exceptions
+from typing import TYPE_CHECKING, Any
 
 from sparktop.collect.control import ControlError, StopTimeout
 from sparktop.core.safe_text import one_line
@@ -39,6 +41,9 @@ BY_ID = "showing containers by ID"
 
 ContainerNames = dict[str, dict[str, Any]]
 
+if TYPE_CHECKING:
+    import docker
+
 
 # --- where the engine is ------------------------------------------------------------------------------------
 
@@ -48,7 +53,12 @@ def resolve_endpoint(base_url: str | None = None) -> tuple[str, dict[str, Any]]:
     DOCKER_CERT_PATH), else /var/run/docker.sock, else a rootless engine's $XDG_RUNTIME_DIR/docker.sock."""
     if base_url:
         return base_url, {}
-    if os.environ.get("DOCKER_HOST"):
+    host = os.environ.get("DOCKER_HOST")
+    if host and socket_path(host):  # TLS settings do not apply to a unix socket
+        return host, {}
+    if host:
+        import docker.utils
+
         kwargs = docker.utils.kwargs_from_env()
         url = kwargs.pop("base_url", None) or os.environ["DOCKER_HOST"]
         return url, kwargs
@@ -91,7 +101,10 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 def classify(exc: BaseException) -> str:
     """One of: notfound (container), missing (socket), denied, refused, timeout, disconnected, api, other."""
-    if isinstance(exc, docker.errors.NotFound):
+    # The SDK's and requests' exception types only if they were loaded: none of theirs can be at hand if not.
+    sdk_errors = sys.modules.get("docker.errors")
+    requests_errors = sys.modules.get("requests.exceptions")
+    if sdk_errors is not None and isinstance(exc, sdk_errors.NotFound):
         return "notfound"
     chain = list(_chain(exc))
     for cur in chain:
@@ -105,19 +118,18 @@ def classify(exc: BaseException) -> str:
             isinstance(cur, OSError) and cur.errno == errno.ECONNREFUSED
         ):
             return "refused"
+    timeouts: tuple[type[BaseException], ...] = (socket.timeout, TimeoutError)
+    lost: tuple[type[BaseException], ...] = (http.client.HTTPException, ConnectionError, BrokenPipeError)
+    if requests_errors is not None:
+        timeouts += (requests_errors.Timeout,)
+        lost += (requests_errors.ConnectionError,)
     for cur in chain:
-        if isinstance(cur, requests.exceptions.Timeout | socket.timeout | TimeoutError):
+        if isinstance(cur, timeouts):
             return "timeout"
     for cur in chain:
-        if isinstance(
-            cur,
-            requests.exceptions.ConnectionError
-            | http.client.HTTPException
-            | ConnectionError
-            | BrokenPipeError,
-        ):
+        if isinstance(cur, lost):
             return "disconnected"
-    if isinstance(exc, docker.errors.APIError):
+    if sdk_errors is not None and isinstance(exc, sdk_errors.APIError):
         return "api"
     return "other"
 
@@ -126,9 +138,59 @@ MESSAGE_LIMIT = 160  # characters of an engine's error message kept in a status 
 
 
 def _api_explanation(exc: BaseException) -> str:
-    if isinstance(exc, docker.errors.APIError):
+    sdk_errors = sys.modules.get("docker.errors")
+    if sdk_errors is not None and isinstance(exc, sdk_errors.APIError):
         return one_line(exc.explanation or exc, MESSAGE_LIMIT)
     return one_line(exc, MESSAGE_LIMIT)
+
+
+# --- the engine on a unix socket, without the SDK ----------------------------------------------------------
+
+
+class EngineError(Exception):
+    """The engine answered a request with an error: its own message."""
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket (the engine's API)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.socket_path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def list_running(path: str, timeout: float) -> list[dict[str, Any]]:
+    """`GET /containers/json` (the running containers, as the SDK's `containers.list(sparse=True)` asks) on
+    the engine's unix socket `path`: one entry per container."""
+    conn = _UnixConnection(path, timeout)
+    try:
+        conn.request("GET", "/containers/json", headers={"Accept": "application/json"})
+        response = conn.getresponse()
+        body = response.read()
+    finally:
+        conn.close()
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if response.status != 200:
+        message = data.get("message") if isinstance(data, dict) else None
+        raise EngineError(
+            f"{response.status} {response.reason}: {message or body[:200].decode(errors='replace')}"
+        )
+    if not isinstance(data, list):
+        raise EngineError("the engine's container list is not a list")
+    return [entry for entry in data if isinstance(entry, dict)]
 
 
 # --- discovery ----------------------------------------------------------------------------------------------
@@ -204,7 +266,7 @@ class DockerDiscovery:
         self.max_retry_s = max_retry_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._client: docker.DockerClient | None = None
+        self._client: docker.DockerClient | None = None  # other endpoints than a unix socket only
         self._names: ContainerNames = {}
         self._status = DockerStatus(available=False, reason="not probed")
         self._next_at: float | None = None
@@ -260,21 +322,33 @@ class DockerDiscovery:
 
     def _connect(self) -> docker.DockerClient:
         if self._client is None:
-            url, kwargs = resolve_endpoint(self._base_url)
-            self.url = url
+            import docker
+
+            assert self.url is not None  # _list resolved it
+            _url, kwargs = resolve_endpoint(self._base_url)
             # version="auto" asks the engine for its API version (one short request).
             self._client = docker.DockerClient(
-                base_url=url, version="auto", timeout=self.api_timeout, **kwargs
+                base_url=self.url, version="auto", timeout=self.api_timeout, **kwargs
             )
         return self._client
+
+    def _list(self) -> list[dict[str, Any]]:
+        """The running containers' `GET /containers/json` entries: on a unix socket directly, elsewhere
+        through the SDK."""
+        if self._client is None:  # where the engine is, again after a failure (a rootless one may start)
+            self.url = resolve_endpoint(self._base_url)[0]
+        assert self.url is not None
+        path = socket_path(self.url)
+        if path is not None:
+            return list_running(path, self.api_timeout)
+        return [c.attrs for c in self._connect().containers.list(sparse=True)]
 
     def _refresh(self, now: float) -> None:
         self.fetches += 1
         t0 = time.monotonic()
         try:
-            client = self._connect()
-            listed = client.containers.list(sparse=True)
-            names = {c.attrs["Id"]: describe(c.attrs) for c in listed if c.attrs.get("Id")}
+            listed = self._list()
+            names = {attrs["Id"]: describe(attrs) for attrs in listed if attrs.get("Id")}
         except Exception as exc:  # never raise out of discovery
             self.last_fetch_s = time.monotonic() - t0
             self._failed(now, exc)
@@ -356,6 +430,8 @@ class DockerController:
         with self._lock:
             if self._client is None:
                 try:
+                    import docker  # the SDK for control: loaded at the first stop, not at start
+
                     url, kwargs = resolve_endpoint(self._base_url)
                     self.url = url
                     self._client = docker.DockerClient(
@@ -437,6 +513,8 @@ class DockerController:
     def kill(self, container_id: str) -> None:
         container = self._get(container_id)
         label = self._label(container)
+        import docker.errors
+
         try:
             container.kill()
         except docker.errors.APIError as exc:

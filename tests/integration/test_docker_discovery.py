@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +52,25 @@ def test_names_images_labels_and_status(docker_engine: DockerEngine, lab: dict) 
         "name", "image", "status", "compose_project", "compose_service", "ports"
     }  # fmt: skip
     assert names[lab["whisper"].id]["ports"] == []  # --network none publishes nothing
+
+
+def test_discovery_on_a_unix_socket_loads_no_sdk(docker_engine: DockerEngine, lab: dict) -> None:
+    # The names come over the socket with the standard library: the SDK (requests, urllib3; ~7 MiB) is
+    # loaded for control only. A fresh interpreter, so no other test's import counts.
+    probe = (
+        "import json, sys\n"
+        "from sparktop.collect.docker import DockerDiscovery\n"
+        f"names, status = DockerDiscovery(base_url={docker_engine.socket_url!r}).containers()\n"
+        "loaded = sorted(m for m in ('docker', 'requests', 'urllib3') if m in sys.modules)\n"
+        "print(json.dumps([status.available, sorted(names), loaded]))\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    available, ids, loaded = json.loads(done.stdout)
+    assert available
+    assert {c.id for c in lab.values()} <= set(ids)
+    assert loaded == []
 
 
 def test_only_running_containers_are_listed(docker_engine: DockerEngine, docker_run) -> None:
