@@ -496,8 +496,15 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], left: tuple
 
 
 def print_compare(
-    tools: list[Tool], seconds: float, server_cpu: float | None, width: int, height: int, load: str
+    tools: list[Tool],
+    seconds: float,
+    server_cpu: float | None,
+    width: int,
+    height: int,
+    load: str,
+    compared: bool = True,
 ) -> None:
+    """The table of parts 1 and 2 (`compared` False: part 2 only, its columns filled)."""
     print(
         f"\nSide by side, started together, {width}×{height} tmux each, {seconds:g} s in steady state, "
         f"1 s refresh; {os.cpu_count()} CPUs, {load}"
@@ -518,11 +525,11 @@ def print_compare(
                 _fmt(t.rss_mib, ".1f"),
                 str(t.procs) if t.procs else "—",
                 _fmt(t.first_frame_s, ".2f")
-                if t.first_frame_s is not None
+                if t.first_frame_s is not None or not compared
                 else f">{FIRST_FRAME_TIMEOUT_S:g}",
                 _alone(t),
                 ratio if t.alone_s else "—",
-                verdict(t, minimal_alone, btop_cpu),
+                verdict(t, minimal_alone, btop_cpu) if compared else "",
             )
         )
     header = ("tool", "CPU % core", "RSS MiB start", "RSS MiB end", "procs", "1st frame s together",
@@ -717,7 +724,7 @@ async def drive_headless(ticks: int, checkpoints: list[int], width: int, height:
     try:
         from sparktop.sources.demo import DemoSource
     except ImportError:
-        from sparktop.collect.demo import DemoSource  # type: ignore[import-not-found, no-redef]
+        from sparktop.collect.demo import DemoSource  # type: ignore[attr-defined, no-redef]
     from sparktop.settings.config import Config
     from sparktop.ui.app import SparktopApp
 
@@ -948,7 +955,8 @@ def main(argv: list[str] | None = None) -> int:
             if not opts.skip_alone:
                 run_alone(tools, opts.runs, width, height)
             if not (opts.skip_compare and opts.skip_alone):
-                print_compare(tools, opts.seconds, server_cpu, width, height, load_compare)
+                compared = not opts.skip_compare
+                print_compare(tools, opts.seconds, server_cpu, width, height, load_compare, compared)
             commands: list[CommandFigures] = []
             if not opts.skip_commands:
                 commands = run_commands(builds, opts.seconds, opts.settle, opts.runs)
