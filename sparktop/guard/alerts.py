@@ -23,12 +23,15 @@ from sparktop.core.http_client import MIB, HttpError, request
 from sparktop.core.safe_text import visible
 
 HOOK_TIMEOUT_S = 30.0
+# Said on stderr too (not only the guard's output) and at the journal's error level: an armed policy that
+# matches nothing to stop while its trigger holds protects nothing, and whoever set it must hear of it.
+LOUD = frozenset({"unmatched"})
 WEBHOOK_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
 class Alert:
-    kind: str  # "warning", "clear", "action", "dry-run", "problem"
+    kind: str  # "warning", "clear", "action", "dry-run", "problem", "unmatched" (LOUD)
     message: str
     time: float
     readings: dict[str, float | int | str | None] = field(default_factory=dict)
@@ -81,8 +84,11 @@ class Alerts:
 
     def send(self, alert: Alert) -> None:
         print(alert.line(), file=self.out, flush=True)
+        if alert.kind in LOUD and self.out is not sys.stderr:
+            print(alert.line(), file=sys.stderr, flush=True)
         if self.journal is not None:
             level = logging.WARNING if alert.kind in ("warning", "action", "problem") else logging.INFO
+            level = logging.ERROR if alert.kind in LOUD else level
             try:
                 self.journal.log(level, "%s: %s", alert.kind, visible(alert.message))
             except Exception as exc:  # logging reports its own errors; keep ours to one line

@@ -7,17 +7,22 @@ forecast sees the same history the dashboard would. What it does each tick:
 2. the forecast (analysis/forecast.py) is compared with the last one: a nearer horizon, or a stall that
    started, is a new warning; going back to no warning is said once too;
 3. with an armed policy (a trigger AND a stop list): when MemAvailable is under the floor, or PSI full has
-   stayed at or above its level for the configured seconds, the first listed target present is stopped
-   (containers through the engine, a host process by SIGTERM through a pidfd). `--dry-run` only says what
-   it would stop. After an action nothing else is stopped until the cooldown has passed, the target has
-   gone (so a second thing is never stopped before the first has freed its memory), and a grace period
-   after that has let the release show in the readings; then only while the trigger holds afresh — the
-   floor crossed on a reading after the grace, PSI held for its seconds counted from there (its avg10 falls
-   slowly after a release) — as earlyoom and systemd-oomd re-check after a kill. A container recreated
-   under the stopped one's name is a target like any other: the same waits apply to it;
+   stayed at or above its level for the configured seconds, the first listed rule that matches something
+   is acted on, on the match policy.py chooses (the one that grew most over `window_s`): containers
+   through the engine, a host process by SIGTERM through a pidfd and, if it is still there
+   `stop_timeout_s` later, SIGKILL through the same pidfd. `--dry-run` only says what it would stop. After
+   an action nothing else is stopped until the cooldown has passed, the target has gone (so a second thing
+   is never stopped before the first has freed its memory), and a grace period after that has let the
+   release show in the readings; then only while the trigger holds afresh — the floor crossed on a reading
+   after the grace, PSI held for its seconds counted from there (its avg10 falls slowly after a release) —
+   as earlyoom and systemd-oomd re-check after a kill. A target that would not stop (a signal refused, a
+   SIGKILL outlived, the engine's error) holds nothing off: it is never chosen again, and the next match is
+   acted on at once while the trigger holds. A container recreated under the stopped one's name is a
+   target like any other: the same waits apply to it. When the trigger holds and no rule matches anything,
+   that is said loudly on every sink (kind `unmatched`), again every UNMATCHED_REPEAT_S while it lasts;
 4. a small state file (guard.json in the state directory) says what the guard sees and did last, for the
    dashboard.
-Every action goes to the action log with the readings that triggered it.
+Every action goes to the action log with the readings that triggered it and why that target.
 """
 
 from __future__ import annotations
@@ -29,19 +34,21 @@ import stat
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from sparktop.analysis.forecast import Forecast, forecast
 from sparktop.analysis.throttle import ThrottleWatch
 from sparktop.collect.control import ContainerController, ControlError
-from sparktop.collect.process_signals import TERM, signal_process
+from sparktop.collect.process_signals import KILL_WAIT_S, Ending, terminate_process
 from sparktop.core.format import fmt_bytes
 from sparktop.core.private_files import open_private_file
 from sparktop.core.safe_text import error_line
 from sparktop.core.snapshot import Snapshot
 from sparktop.guard.alerts import Alert, Alerts
 from sparktop.guard.blackbox import BlackBox
-from sparktop.guard.policy import Target, find_target
+from sparktop.guard.matching import RuleReport, match_rules, unmatchable
+from sparktop.guard.policy import GrowthWatch, Target, find_target, watch_matches
 from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
 from sparktop.stopping.stop_log import ActionLog
@@ -50,7 +57,17 @@ STATE_FILE = "guard.json"
 # After a stopped target has gone: the time its release takes to show in the readings. PSI's avg10 is a
 # 10-second average, so its readings then are of the time after the release (systemd-oomd waits 15 s).
 RELEASE_GRACE_S = 10.0
-MAX_WAIT_FOR_RELEASE_FACTOR = 5  # after this many cooldowns a target that is still there no longer blocks
+UNMATCHED_REPEAT_S = 60.0  # "the trigger holds and no rule matches" is said again this often while it lasts
+
+
+@dataclass
+class _Stopping:
+    """One stop on its worker thread: how it ended, once it has."""
+
+    target: Target
+    worker: threading.Thread | None = None
+    gone_at: float | None = None  # when the target was seen to exit (a host process's pidfd)
+    failed: str | None = None  # why it would not stop
 
 
 class Guard:
@@ -66,7 +83,7 @@ class Guard:
         state_path: Path | None = None,
         dry_run: bool = False,
         clock: Callable[[], float] = time.time,
-        signaller: Callable[..., None] = signal_process,
+        terminator: Callable[..., Ending] = terminate_process,
     ) -> None:
         self.settings = settings
         self.session = session
@@ -77,7 +94,7 @@ class Guard:
         self.state_path = state_path
         self.dry_run = dry_run
         self.clock = clock
-        self.signaller = signaller
+        self.terminator = terminator
         self.last_forecast: Forecast | None = None
         self.last_action: Alert | None = None
         self.actions: list[Alert] = []
@@ -86,6 +103,12 @@ class Guard:
         self._acted_at: float | None = None
         self._released_at: float | None = None  # when the target of the last action was first seen gone
         self.acted_on: Target | None = None
+        self._stopping: _Stopping | None = None
+        self.growth = GrowthWatch(settings.window_s)
+        # keys of what would not stop (or, in a dry run, what the guard would have stopped): never again
+        self._passed_over: set[str] = set()
+        self._unmatched_said: float | None = None
+        self.unmatched: str | None = None  # the rules that cannot match now, with why (last tick)
         self._blackbox_problem: str | None = None
         self._workers: list[threading.Thread] = []
         self._throttles = ThrottleWatch()
@@ -124,7 +147,12 @@ class Guard:
         self._warn(fc, snapshot, sent, now)
         self._warn_throttle(snapshot, sent, now)
         if self.settings.armed:
-            self._enforce(snapshot, fc, sent, now)
+            reports = match_rules(self.settings.stop, snapshot)
+            watch_matches(self.growth, reports, snapshot.timestamp)
+            self.unmatched = unmatchable(reports)
+            present = {m.key for r in reports for m in r.matches}
+            self._passed_over &= present  # a key gone for good never comes back
+            self._enforce(snapshot, fc, sent, now, reports)
         for alert in sent:
             self.alerts.send(alert)
         self._write_state(now)
@@ -192,63 +220,138 @@ class Guard:
         return None
 
     def _holding_off(self, snapshot: Snapshot, now: float) -> bool:
-        """True while the last action's effect cannot be judged yet: within the cooldown, while its target
-        is still there (its memory not free yet; at most a few cooldowns), and for the grace after it went."""
+        """True while the last action's effect cannot be judged yet: while it is being stopped (SIGTERM, its
+        grace, SIGKILL), within the cooldown, while its target is still there (its memory not free yet; at
+        most the time a stop can take), and for the grace after it went. A target that would not stop holds
+        nothing off: nothing was freed."""
         if self._acted_at is None:
+            return False
+        stopping = self._stopping
+        if stopping is not None and stopping.worker is not None and stopping.worker.is_alive():
+            return True
+        if stopping is not None and stopping.failed is not None:
+            self._passed_over.add(stopping.target.key)
+            self._acted_at = self._released_at = self._stopping = None
             return False
         since = now - self._acted_at
         if self._released_at is None and self.acted_on is not None:
-            waited_enough = since >= MAX_WAIT_FOR_RELEASE_FACTOR * max(self.settings.cooldown_s, 12.0)
-            if _still_present(self.acted_on, snapshot) and not waited_enough:
-                return True
-            self._released_at = now
+            if stopping is not None and stopping.gone_at is not None:
+                self._released_at = stopping.gone_at
+            else:
+                # the longest a stop may take: the grace after SIGTERM (or the engine's timeout), then SIGKILL
+                waited_enough = since >= self.settings.stop_timeout_s + KILL_WAIT_S
+                if _still_present(self.acted_on, snapshot):
+                    if not waited_enough:
+                        return True
+                    # still there: a dry run's target (a real stop would have killed it by now), or one the
+                    # engine said it stopped: not chosen again
+                    self._passed_over.add(self.acted_on.key)
+                self._released_at = now
         released = self._released_at if self._released_at is not None else self._acted_at
         return since < self.settings.cooldown_s or now - released < RELEASE_GRACE_S
 
-    def _enforce(self, snapshot: Snapshot, fc: Forecast, sent: list[Alert], now: float) -> None:
+    def _enforce(
+        self, snapshot: Snapshot, fc: Forecast, sent: list[Alert], now: float, reports: list[RuleReport]
+    ) -> None:
         if self._holding_off(snapshot, now):
             self._psi_since = None  # the trigger must hold afresh after the grace: PSI's seconds start then
             return
         why = self._trigger(snapshot, fc, now)
         if why is None:
+            self._unmatched_said = None
             return
-        target = find_target(self.settings.stop, snapshot)
+        target = find_target(
+            self.settings.stop, snapshot, skip=self._passed_over, watch=self.growth, reports=reports
+        )
         if target is None:
+            self._say_unmatched(snapshot, fc, why, reports, sent, now)
             return
-        readings = self._readings(snapshot, fc) | {"target": target.label, "rule": target.rule}
+        self._unmatched_said = None
+        readings = self._readings(snapshot, fc) | {
+            "target": target.label,
+            "rule": target.rule,
+            "chosen_because": target.why,
+        }
         self._acted_at, self._released_at, self.acted_on = now, None, target
+        self._stopping = _Stopping(target)
         if self.dry_run:
-            alert = Alert("dry-run", f"would stop {target.label} ({target.rule}): {why}", now, readings)
-            self._log("guard dry-run stop", target, f"not stopped (dry run): {why}")
-        else:
-            alert = Alert("action", f"stopping {target.label} ({target.rule}): {why}", now, readings)
-            worker = threading.Thread(
-                target=self._stop, args=(target, why), daemon=True, name="sparktop-guard-stop"
+            alert = Alert(
+                "dry-run", f"would stop {target.label} ({target.rule}): {why}; {target.why}", now, readings
             )
+            self._log("guard dry-run stop", target, f"not stopped (dry run): {why}; chosen: {target.why}")
+        else:
+            alert = Alert(
+                "action", f"stopping {target.label} ({target.rule}): {why}; {target.why}", now, readings
+            )
+            worker = threading.Thread(
+                target=self._stop, args=(self._stopping, why), daemon=True, name="sparktop-guard-stop"
+            )
+            self._stopping.worker = worker
             worker.start()
             self._workers.append(worker)
         self.last_action = alert
         self.actions.append(alert)
         sent.append(alert)
 
-    def _stop(self, target: Target, why: str) -> None:
+    def _say_unmatched(
+        self,
+        snapshot: Snapshot,
+        fc: Forecast,
+        why: str,
+        reports: list[RuleReport],
+        sent: list[Alert],
+        now: float,
+    ) -> None:
+        """The trigger holds and no rule matches anything the guard may still stop: loudly, on every sink,
+        once and again every UNMATCHED_REPEAT_S while it lasts — a policy that silently protects nothing is
+        worse than none."""
+        if self._unmatched_said is not None and now - self._unmatched_said < UNMATCHED_REPEAT_S:
+            return
+        self._unmatched_said = now
+        lines = [f"{r.rule.describe()}: {r.why_not}" for r in reports if not r.matches]
+        if self._passed_over:
+            lines.append(f"{len(self._passed_over)} match(es) passed over: they would not stop")
+        message = f"{why}, and no stop rule matches anything to stop: {'; '.join(lines)}"
+        readings = self._readings(snapshot, fc) | {
+            "rules": ", ".join(r.describe() for r in self.settings.stop)
+        }
+        sent.append(Alert("unmatched", message, now, readings))
+
+    def _stop(self, stopping: _Stopping, why: str) -> None:
+        target = stopping.target
+        chosen = f"{why}; chosen: {target.why}" if target.why else why
         try:
             if target.process is not None:
-                self.signaller(target.process.pid, TERM, target.process.start_ticks)
-                result = f"SIGTERM sent: {why}"
-                action = "guard SIGTERM"
+                ending = self.terminator(
+                    target.process.pid, target.process.start_ticks, self.settings.stop_timeout_s
+                )
+                action = "guard SIGKILL" if ending.killed else "guard SIGTERM"
+                result = f"{ending.how}: {chosen}"
+                if ending.gone:
+                    stopping.gone_at = self.clock()
+                else:
+                    stopping.failed = ending.how
+                    self.alerts.send(
+                        Alert("problem", f"could not stop {target.label}: {ending.how}", self.clock())
+                    )
             else:
                 if self.controller is None:
                     raise ControlError("no container engine to stop it with")
                 for container in target.containers:
                     self.controller.stop(container.id, timeout=self.settings.stop_timeout_s)
-                result = f"stopped: {why}"
+                result = f"stopped: {chosen}"
                 action = "guard stop"
         except ControlError as exc:
-            action, result = "guard stop", f"failed: {exc}: {why}"
-            self.alerts.send(Alert("problem", f"could not stop {target.label}: {exc}", self.clock()))
+            if target.process is not None and "already gone" in str(exc):
+                stopping.gone_at = self.clock()
+                action, result = "guard SIGTERM", f"gone before the signal: {chosen}"
+            else:
+                stopping.failed = str(exc)
+                action, result = "guard stop", f"failed: {exc}: {chosen}"
+                self.alerts.send(Alert("problem", f"could not stop {target.label}: {exc}", self.clock()))
         except Exception as exc:  # an engine that answers nonsense must not kill the guard
-            action, result = "guard stop", f"failed: {error_line(exc)}: {why}"
+            stopping.failed = error_line(exc)
+            action, result = "guard stop", f"failed: {error_line(exc)}: {chosen}"
             self.alerts.send(Alert("problem", f"could not stop {target.label}: {exc}", self.clock()))
         self._log(action, target, result)
 
@@ -274,6 +377,7 @@ class Guard:
             "dry_run": self.dry_run,
             "policy": self.settings.describe_policy(),
             "armed": self.settings.armed,
+            "cannot_match": self.unmatched,
             "warning": bool(fc and (fc.warning or fc.stalling)),
             "forecast": fc.message() if fc else None,
             "last_action": None

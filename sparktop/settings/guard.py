@@ -18,27 +18,40 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 class StopRule(BaseModel):
     """One entry of the ordered list of what the guard may stop: exactly one of `container` (a container
-    name, `*` and `?` allowed), `compose` (a compose project) or `process` (a process name or command line,
-    `*` and `?` allowed; host processes only)."""
+    name, `*` and `?` allowed), `compose` (a compose project) or `process` (a host process, `*` and `?`
+    allowed, matched against the forms sparktop/guard/policy.py lists: its name, its command line, and
+    that command line with its program, or every path in it, cut to the base name). `user` (process rules
+    only): the owner's name or uid; without it a process of any user matches."""
 
     model_config = ConfigDict(extra="forbid")
 
     container: str | None = None
     compose: str | None = None
     process: str | None = None
+    user: str | None = None
+
+    @field_validator("user", mode="before")
+    @classmethod
+    def _user_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _exactly_one(self) -> StopRule:
         given = [k for k in ("container", "compose", "process") if getattr(self, k)]
         if len(given) != 1:
             raise ValueError("each stop entry names exactly one of container, compose or process")
+        if self.user is not None and not self.process:
+            raise ValueError("user applies to process entries only (a container has no owner here)")
+        if self.user is not None and not self.user.strip():
+            raise ValueError("user must name a user (or a uid)")
         return self
 
     def describe(self) -> str:
         for kind in ("container", "compose", "process"):
             value = getattr(self, kind)
             if value:
-                return f"{kind} {value}"
+                owner = f" (user {self.user})" if self.user is not None else ""
+                return f"{kind} {value}{owner}"
         return "nothing"
 
 
@@ -101,4 +114,8 @@ class GuardSettings(BaseModel):
         if self.psi_full_level is not None:
             triggers.append(f"PSI full ≥ {self.psi_full_level:g} % for {self.psi_full_seconds:g} s")
         listed = ", ".join(rule.describe() for rule in self.stop)
-        return f"armed: when {' or '.join(triggers)}, stop the first present of: {listed}"
+        return (
+            f"armed: when {' or '.join(triggers)}, stop the first present of: {listed} "
+            f"(of a rule's matches, the one that grew most in {self.window_s:g} s; SIGTERM, "
+            f"SIGKILL {self.stop_timeout_s:g} s later if it is still there)"
+        )

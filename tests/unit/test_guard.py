@@ -165,7 +165,8 @@ def test_a_listed_host_process_gets_sigterm_with_its_exact_start_time(tmp_path: 
         assert guard.actions[0].readings["target"] == f"sleep ({hog.pid})"
         assert guard.acted_on is not None and guard.acted_on.process is not None
         assert guard.acted_on.process.start_ticks == ticks  # the exact process, not just its PID
-        assert "SIGTERM sent" in (tmp_path / "actions.log").read_text()
+        assert "guard SIGTERM" in (tmp_path / "actions.log").read_text()
+        assert "s after SIGTERM" in (tmp_path / "actions.log").read_text()
         guard.close()
         source.close()
     finally:
