@@ -1,0 +1,200 @@
+"""The guard in a race (issue 31 item 3): a real grower eats into MemAvailable beside three decoys that
+match the same rule — another user's (`nobody`) process of the same name that ignores SIGTERM, a bigger
+process that sits still, and a process renamed with `exec -a` — and the guard, running its own loop on
+the live machine, stops the grower before it reaches the size that would alone take MemAvailable to the
+floor, and signals no decoy.
+
+The machine is shared: sizes are drawn from the MemAvailable of the moment (the trigger a step below it,
+the grower's cap, "the floor", further down), the grower's pace is slowed by the load, and only our own
+processes (a marker in their command lines) are ever matched. In all it holds well under 2 GB."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sparktop.core.snapshot import GB, MIB
+from sparktop.guard.alerts import Alerts
+from sparktop.guard.service import Guard
+from sparktop.session.runner import SessionRunner
+from sparktop.session.session import Session
+from sparktop.settings.guard import GuardSettings, StopRule
+
+TRAIN = textwrap.dedent(
+    """
+    import signal, sys, time
+    marker, role, mib = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    def report(signum, frame):
+        print(signal.Signals(signum).name, flush=True)
+
+    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
+        signal.signal(s, report)
+    if role != "grow":  # decoys say so and stay; the grower dies of SIGTERM as programs do
+        signal.signal(signal.SIGTERM, report)
+    hold = [bytearray(b"\\1") * (mib << 20)]  # written, so resident
+    print("ready", flush=True)
+    if role == "grow":
+        step, cap, pause = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+        sys.stdin.readline()
+        total = mib
+        while total + step <= cap:
+            hold.append(bytearray(b"\\1") * (step << 20))
+            total += step
+            time.sleep(pause)
+        print("cap", flush=True)
+    while True:
+        time.sleep(1)
+    """
+)
+
+
+def load_factor() -> float:
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+
+
+def mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no MemAvailable")
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory `nobody` can read (pytest's tmp_path is root's 0700): the script and an interpreter
+    link named python3, the one program every contestant runs."""
+    assert os.geteuid() == 0 and shutil.which("setpriv"), "run the tests as root with util-linux installed"
+    python = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin")
+    assert python, "a system python3 that nobody can run"
+    directory = Path(tempfile.mkdtemp(prefix="sparktop-race-"))
+    try:
+        directory.chmod(0o755)
+        (directory / "bin").mkdir(mode=0o755)
+        (directory / "bin" / "python3").symlink_to(python)
+        (directory / "train.py").write_text(TRAIN)
+        (directory / "train.py").chmod(0o644)
+        yield directory
+    finally:
+        shutil.rmtree(directory)
+
+
+def launch(argv: list[str], cwd: Path, stdin: bool = False) -> subprocess.Popen[str]:
+    child = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line == "ready\n", (argv, line)
+    return child
+
+
+def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(shared_dir: Path) -> None:
+    from sparktop.sources.live import LiveSource
+    from tests.fixtures.sources import NoGpu
+
+    marker = f"race-{os.getpid()}-{time.monotonic_ns()}"
+    python = str(shared_dir / "bin" / "python3")
+    available = mem_available()
+    # the trigger this far below MemAvailable now; the grower may grow 2.5 times as far (the floor)
+    gap_mib = max(64, min(400, available // MIB // 12))
+    cap_mib = gap_mib * 5 // 2
+    step_mib = max(4, gap_mib // 25)
+    pause = 0.1 * load_factor()  # a busy machine ticks the guard late: the grower slows down as much
+    children: list[subprocess.Popen[str]] = []
+    try:
+        nobody = launch(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+             python, "train.py", marker, "decoy", "64"],
+            shared_dir,
+        )  # fmt: skip
+        children.append(nobody)
+        flat = launch([python, "train.py", marker, "flat", str(gap_mib)], shared_dir)
+        children.append(flat)
+        renamed = launch(
+            ["bash", "-c", 'exec -a "$0" "$@"', f"python3 train.py {marker} renamed",
+             python, str(shared_dir / "train.py"), marker, "renamed", "64"],
+            shared_dir,
+        )  # fmt: skip
+        children.append(renamed)
+        grower = launch(
+            [python, "train.py", marker, "grow", "16", str(step_mib), str(cap_mib), f"{pause:.3f}"],
+            shared_dir,
+            stdin=True,
+        )
+        children.append(grower)
+        decoys = {"nobody's look-alike": nobody, "bigger flat": flat, "exec -a": renamed}
+
+        source = LiveSource(nvml=NoGpu(), docker=None)
+        session = Session()
+        available = mem_available()
+        settings = GuardSettings(
+            floor_gb=(available - gap_mib * MIB) / GB,
+            window_s=10,
+            cooldown_s=600,  # one stop in this test: after it, nothing else may be touched
+            stop_timeout_s=5,
+            stop=[StopRule(process=f"python3 train.py {marker}*")],  # all four match it
+        )
+        floor = available - cap_mib * MIB
+        guard = Guard(settings, session, Alerts(journal=False, out=io.StringIO()))
+        lowest = [available]
+
+        def watch(snapshot):
+            lowest[0] = min(lowest[0], snapshot.memory.available)
+            return guard.on_snapshot(snapshot)
+
+        runner = SessionRunner(source, session, 0.5, on_snapshot=watch)
+        first = runner.tick()  # every contestant seen once before the grower starts
+        assert first is not None
+        matched = {p.pid for p in first.processes if marker in p.cmdline}
+        assert {c.pid for c in children} <= matched
+        assert grower.stdin is not None
+        grower.stdin.write("go\n")
+        grower.stdin.flush()
+        runner.start()
+        deadline = time.monotonic() + (cap_mib / step_mib * pause) + 60 * load_factor()
+        try:
+            while grower.poll() is None:
+                assert time.monotonic() < deadline, [a.message for a in guard.actions]
+                time.sleep(0.1)
+        finally:
+            runner.stop()
+            guard.close()
+            source.close()
+        assert grower.stdout is not None
+        said = grower.stdout.read()
+        assert grower.returncode == -signal.SIGTERM and "cap" not in said, (grower.returncode, said)
+        (action,) = guard.actions
+        assert action.kind == "action" and action.readings["target"].endswith(f"({grower.pid})")
+        assert "grew most" in action.message
+        for name, decoy in decoys.items():
+            assert decoy.poll() is None, f"{name} was killed"
+        for decoy in decoys.values():
+            decoy.kill()
+        for name, decoy in decoys.items():
+            decoy.wait(10)
+            assert decoy.stdout is not None
+            assert decoy.stdout.read() == "", f"{name} was signalled"
+        print(
+            f"race: trigger {gap_mib} MiB under MemAvailable, floor {cap_mib} MiB under; lowest seen "
+            f"{(lowest[0] - floor) / MIB:.0f} MiB above the floor; load factor {load_factor():.1f}"
+        )
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+            child.wait(10)
