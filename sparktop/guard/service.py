@@ -57,6 +57,7 @@ STATE_FILE = "guard.json"
 # After a stopped target has gone: the time its release takes to show in the readings. PSI's avg10 is a
 # 10-second average, so its readings then are of the time after the release (systemd-oomd waits 15 s).
 RELEASE_GRACE_S = 10.0
+CONTAINER_GONE_WAIT_S = 60.0  # the most a stopped container may take to leave the readings
 UNMATCHED_REPEAT_S = 60.0  # "the trigger holds and no rule matches" is said again this often while it lasts
 
 
@@ -238,13 +239,14 @@ class Guard:
             if stopping is not None and stopping.gone_at is not None:
                 self._released_at = stopping.gone_at
             else:
-                # the longest a stop may take: the grace after SIGTERM (or the engine's timeout), then SIGKILL
-                waited_enough = since >= self.settings.stop_timeout_s + KILL_WAIT_S
+                # A dry run's target stays: it counts as gone after the longest a real stop may take (the
+                # grace after SIGTERM, then SIGKILL). A container the engine has stopped leaves the readings
+                # within a discovery refresh or two; one still shown after CONTAINER_GONE_WAIT_S holds
+                # nothing off any longer. Either is not chosen again.
+                wait = self.settings.stop_timeout_s + KILL_WAIT_S if self.dry_run else CONTAINER_GONE_WAIT_S
                 if _still_present(self.acted_on, snapshot):
-                    if not waited_enough:
+                    if since < wait:
                         return True
-                    # still there: a dry run's target (a real stop would have killed it by now), or one the
-                    # engine said it stopped: not chosen again
                     self._passed_over.add(self.acted_on.key)
                 self._released_at = now
         released = self._released_at if self._released_at is not None else self._acted_at

@@ -182,3 +182,72 @@ def test_a_target_that_ignores_sigterm_is_killed_after_the_stated_grace_then_the
             if child.poll() is None:
                 child.kill()
                 child.wait()
+
+
+def test_a_match_the_guard_may_not_signal_is_passed_over_at_once(tmp_path: Path) -> None:
+    """A guard running as `nobody` (forked, privileges dropped) whose rule matches root's bigger process
+    first: the SIGTERM is refused, and the next tick stops nobody's own match — not 5 x cooldown later."""
+    import json
+    import shutil
+
+    from sparktop.sources.live import LiveSource
+    from tests.fixtures.sources import NoGpu
+
+    assert os.geteuid() == 0 and shutil.which("setpriv"), "run the tests as root with util-linux installed"
+    python = shutil.which("python3", path="/usr/bin:/bin:/usr/local/bin")
+    assert python, "a system python3 that nobody can run"
+    marker = f"refused-{os.getpid()}-{time.monotonic_ns()}"
+    roots = start(tmp_path, marker, 64, "roots")
+    code = "import time; print('ready', flush=True); time.sleep(600)"
+    owned = subprocess.Popen(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code, marker],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owned.stdout is not None and owned.stdout.readline() == "ready\n"
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child: the guard as nobody
+        os.close(read_end)
+        report: dict[str, object] = {}
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            source = LiveSource(nvml=NoGpu(), docker=None)
+            available = source.sample().memory.available
+            settings = GuardSettings(
+                floor_gb=(available + 10 * GB) / GB,
+                cooldown_s=60,
+                stop_timeout_s=1,
+                stop=[StopRule(process=f"*{marker}*")],
+            )
+            session = Session()
+            guard = Guard(settings, session, Alerts(journal=False, out=io.StringIO()))
+            runner = SessionRunner(source, session, 0.2, on_snapshot=guard.on_snapshot)
+            started = time.monotonic()
+            while len(guard.actions) < 2 and time.monotonic() - started < 20 * load_factor():
+                runner.tick()
+                time.sleep(0.2)
+            guard.close()
+            report["actions"] = [(a.time, a.readings["target"]) for a in guard.actions]
+        except BaseException as exc:
+            report["error"] = repr(exc)
+        os.write(write_end, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write_end)
+    try:
+        with os.fdopen(read_end) as fh:
+            report = json.loads(fh.read())
+        os.waitpid(pid, 0)
+        assert "error" not in report, report
+        (first_at, first), (second_at, second) = report["actions"]
+        assert first.endswith(f"({roots.pid})") and second.endswith(f"({owned.pid})")
+        assert second_at - first_at < 10  # at once, not after the cooldown (60 s)
+        assert owned.wait(10) == -signal.SIGTERM
+        assert roots.poll() is None
+    finally:
+        for child in (roots, owned):
+            if child.poll() is None:
+                child.kill()
+            child.wait()
