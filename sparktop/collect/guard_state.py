@@ -48,6 +48,8 @@ def summarize(state: dict[str, Any], now: float) -> str:
         + ("armed" if state.get("armed") else "watching")
         + (" (dry run)" if state.get("dry_run") else "")
     ]
+    if state.get("armed") and state.get("cannot_match"):
+        parts.append(f"cannot match now: {state['cannot_match']}")
     if state.get("warning") and state.get("forecast"):
         parts.append(f"▲ {state['forecast']}")
     last = state.get("last_action")

@@ -240,3 +240,27 @@ def test_a_trigger_with_nothing_to_stop_is_said_loudly_on_every_sink(
         server.shutdown()
         server.server_close()
         journal.close()
+
+
+def test_the_dashboard_shows_the_rules_that_cannot_match(tmp_path: Path) -> None:
+    from sparktop.collect.guard_state import GuardStateCollector
+    from sparktop.sources.demo import DemoSource
+
+    settings = GuardSettings(
+        floor_gb=1, stop=[StopRule(container="not-running-here"), StopRule(container="ollama")]
+    )
+    guard = Guard(
+        settings, Session(), Alerts(journal=False, out=io.StringIO()), state_path=tmp_path / "g.json"
+    )
+    snapshot = DemoSource("critical").sample()
+    guard.on_snapshot(snapshot)
+    collector = GuardStateCollector(tmp_path / "g.json")
+    try:
+        assert collector.wait_first(5)
+        (report,) = collector.collect(snapshot)
+        assert report.summary is not None
+        assert "cannot match now: container not-running-here (no running container is named" in report.summary
+        assert "container ollama" not in report.summary
+    finally:
+        collector.close()
+        guard.close()
