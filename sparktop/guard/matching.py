@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import os
 import pwd
 from dataclasses import dataclass, field
@@ -80,12 +81,13 @@ def _matches(pattern: str, values: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(v, pattern) for v in values)
 
 
-def _owner_names(user: str) -> set[str]:
+@functools.lru_cache(maxsize=64)
+def _owner_names(user: str) -> frozenset[str]:
     """A rule's `user` as a process's owner may read in a snapshot: the name, and its uid (or the reverse)."""
     names = {user}
     with contextlib.suppress(KeyError, OverflowError, ValueError):  # no such user here: the name alone
         names.add(pwd.getpwuid(int(user)).pw_name if user.isdecimal() else str(pwd.getpwnam(user).pw_uid))
-    return names
+    return frozenset(names)
 
 
 def _label(p: ProcessInfo) -> str:
