@@ -286,7 +286,10 @@ class Guard:
                 "action", f"stopping {target.label} ({target.rule}): {why}; {target.why}", now, readings
             )
             worker = threading.Thread(
-                target=self._stop, args=(self._stopping, why), daemon=True, name="sparktop-guard-stop"
+                target=self._stop,
+                args=(self._stopping, why, snapshot.source),
+                daemon=True,
+                name="sparktop-guard-stop",
             )
             self._stopping.worker = worker
             worker.start()
@@ -319,11 +322,15 @@ class Guard:
         }
         sent.append(Alert("unmatched", message, now, readings))
 
-    def _stop(self, stopping: _Stopping, why: str) -> None:
+    def _stop(self, stopping: _Stopping, why: str, source: str = "live") -> None:
         target = stopping.target
         chosen = f"{why}; chosen: {target.why}" if target.why else why
         try:
             if target.process is not None:
+                if source != "live" or target.process.start_ticks is None:
+                    # A demo's or a recording's PID names no process here, and one without its start tick
+                    # cannot be confirmed: a signal would reach whatever holds that PID on this machine.
+                    raise ControlError(f"a {source} process, not one confirmed on this machine: nothing sent")
                 ending = self.terminator(
                     target.process.pid, target.process.start_ticks, self.settings.stop_timeout_s
                 )

@@ -251,3 +251,27 @@ def test_a_match_the_guard_may_not_signal_is_passed_over_at_once(tmp_path: Path)
             if child.poll() is None:
                 child.kill()
             child.wait()
+
+
+def test_a_demo_process_is_never_signalled_on_this_machine(tmp_path: Path) -> None:
+    """`guard --demo` with a process rule signalled the real process holding the demo's PID (88 here: the
+    demo's systemd-journald), with no start tick to confirm it by. Now nothing is sent, and it says so."""
+    from sparktop.sources.demo import DemoSource
+
+    sent: list[tuple[object, ...]] = []
+
+    def terminator(*args: object) -> object:
+        sent.append(args)
+        raise AssertionError("no signal may be sent for a demo process")
+
+    source = DemoSource("critical")
+    settings = GuardSettings(floor_gb=1000, stop=[StopRule(process="systemd-journald")])
+    log = tmp_path / "actions.log"
+    session = Session()
+    alerts = Alerts(journal=False, out=io.StringIO())
+    guard = Guard(settings, session, alerts, action_log=ActionLog(log), terminator=terminator)  # type: ignore[arg-type]
+    runner = SessionRunner(source, session, 1.0, on_snapshot=guard.on_snapshot)
+    runner.tick()
+    guard.close()
+    assert sent == [] and [a.readings["target"] for a in guard.actions] == ["systemd-journald (88)"]
+    assert "a demo process, not one confirmed on this machine: nothing sent" in log.read_text()
