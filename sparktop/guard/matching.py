@@ -11,7 +11,8 @@ a host process — what `pgrep -f` users expect, without matching inside a longe
 - and with every path in it cut to its base name: `python3 train.py` for `/usr/bin/python3 /opt/app/train.py`.
 
 So `python train.py*` matches all of those. A rule's `user` (a name or a uid) keeps it to that owner's
-processes. Processes inside containers and PID 1 never match a process rule (name the container instead).
+processes. Processes inside containers never match a process rule (name the container instead), nor do
+PID 1, kernel threads, or, on the live machine, the guard itself.
 A `container` rule is a glob on running containers' names, a `compose` rule a compose project: both need
 the container engine's names, so without Docker they cannot match, and `unmatchable` says so.
 """
@@ -90,6 +91,12 @@ def _owner_names(user: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def _never_a_target(p: ProcessInfo, myself: int | None) -> bool:
+    """PID 1 (the machine goes down with it), kernel threads (kthreadd's children: no signal stops them) and
+    the guard's own process (`*python*` must not stop the guard)."""
+    return p.pid in (1, 2) or p.ppid == 2 or p.pid == myself
+
+
 def _label(p: ProcessInfo) -> str:
     return f"{p.name} ({p.pid})"
 
@@ -148,8 +155,9 @@ def _match_process(rule: StopRule, pattern: str, snapshot: Snapshot) -> RuleRepo
     matches: list[Match] = []
     other_owner: list[ProcessInfo] = []
     in_container: list[ProcessInfo] = []
+    myself = os.getpid() if snapshot.source == "live" else None
     for p in snapshot.processes:
-        if p.pid == 1 or not _matches(pattern, command_forms(p)):
+        if _never_a_target(p, myself) or not _matches(pattern, command_forms(p)):
             continue
         if p.container_id is not None:
             in_container.append(p)
@@ -177,7 +185,9 @@ def _near_misses(pattern: str, snapshot: Snapshot) -> str:
     """Why a process rule matches nothing: the processes running its program, with what they run."""
     program = pattern.split(" ", 1)[0]
     host = [p for p in snapshot.processes if p.container_id is None]
-    same_program = [p for p in host if _matches(program, _program_names(p))]
+    same_program = [
+        p for p in host if _matches(program, _program_names(p)) or _matches(_base(program), _program_names(p))
+    ]
     if not same_program or program in ("*", ""):
         return f"nothing running matches ({len(host)} host processes looked at)"
     shown = "; ".join(

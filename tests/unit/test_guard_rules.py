@@ -264,3 +264,21 @@ def test_the_dashboard_shows_the_rules_that_cannot_match(tmp_path: Path) -> None
     finally:
         collector.close()
         guard.close()
+
+
+def test_the_guard_itself_pid_1_and_kernel_threads_never_match() -> None:
+    """`*python*` matched the guard's own process (a guard that stops itself protects nothing), and
+    `kworker*` kernel threads, which no signal stops."""
+    from sparktop.sources.live import LiveSource
+    from tests.fixtures.sources import NoGpu
+
+    source = LiveSource(nvml=NoGpu(), docker=None)
+    try:
+        snapshot = source.sample()
+    finally:
+        source.close()
+    kernel_threads = [p.pid for p in snapshot.processes if p.ppid == 2]
+    assert os.getpid() in {p.pid for p in snapshot.processes}  # kernel threads: where /proc shows them
+    matched = {m.process.pid for m in match_rule(StopRule(process="*"), snapshot).matches if m.process}
+    assert matched and os.getpid() not in matched and 1 not in matched
+    assert not matched & set(kernel_threads)
