@@ -63,6 +63,10 @@ def load_factor() -> float:
     return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
+def rss(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def mem_available() -> int:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
@@ -166,6 +170,12 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(shared_dir: Pa
         assert grower.stdin is not None
         grower.stdin.write("go\n")
         grower.stdin.flush()
+        # The guard's loop starts once the grower has grown a little, so that even a trigger pulled at once
+        # by someone else's allocation finds it growing: the choice is what this test is about.
+        started_rss, grow_deadline = rss(grower.pid), time.monotonic() + 10 * pause + 30 * load_factor()
+        while rss(grower.pid) < started_rss + 2 * step_mib * MIB:
+            assert time.monotonic() < grow_deadline, "the grower never grew"
+            time.sleep(0.02)
         runner.start()
         deadline = time.monotonic() + (cap_mib / step_mib * pause) + 30 * load_factor()
         try:
