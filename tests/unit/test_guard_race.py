@@ -6,7 +6,8 @@ floor, and signals no decoy.
 
 The machine is shared: sizes are drawn from the MemAvailable of the moment (the trigger a step below it,
 the grower's cap, "the floor", further down), the grower's pace is slowed by the load, and only our own
-processes (a marker in their command lines) are ever matched. In all it holds well under 2 GB."""
+processes (a marker in their command lines) are ever matched. In all it holds under 1 GB (about half that
+when the guard does its job), and only for seconds: other tests on the machine watch MemAvailable too."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(shared_dir: Pa
     available = mem_available()
     # The trigger this far below MemAvailable now; the grower's cap (the floor) four times as far, a margin
     # for the other users of this machine freeing memory meanwhile.
-    gap_mib = max(64, min(256, available // MIB // 16))
+    gap_mib = max(64, min(192, available // MIB // 16))
     cap_mib = gap_mib * 4
     step_mib = max(4, gap_mib // 16)
     pause = 0.1 * load_factor()  # a busy machine ticks the guard late: the grower slows down as much
@@ -124,15 +125,15 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(shared_dir: Pa
     try:
         nobody = launch(
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             python, "train.py", marker, "decoy", "64"],
+             python, "train.py", marker, "decoy", "32"],
             shared_dir,
         )  # fmt: skip
         children.append(nobody)
-        flat = launch([python, "train.py", marker, "flat", str(gap_mib)], shared_dir)
+        flat = launch([python, "train.py", marker, "flat", str(2 * gap_mib)], shared_dir)
         children.append(flat)
         renamed = launch(
             ["bash", "-c", 'exec -a "$0" "$@"', f"python3 train.py {marker} renamed",
-             python, str(shared_dir / "train.py"), marker, "renamed", "64"],
+             python, str(shared_dir / "train.py"), marker, "renamed", "32"],
             shared_dir,
         )  # fmt: skip
         children.append(renamed)
