@@ -21,10 +21,20 @@ from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings, StopRule
 from sparktop.sources.live import LiveSource
 from sparktop.stopping.stop_log import ActionLog
+from tests.fixtures.memavailable import memavailable_turn
 from tests.fixtures.sources import NoGpu
 from tests.integration.engine import DockerEngine, unique_name
 
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(autouse=True)
+def _memavailable_to_this_test() -> Iterator[None]:
+    """Each test here sets its floor from MemAvailable and watches a release lift it: one such test on the
+    machine at a time (tests/fixtures/memavailable.py)."""
+    with memavailable_turn():
+        yield
+
 
 STEP_MB = 100
 STEPS = 12

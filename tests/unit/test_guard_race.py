@@ -30,6 +30,7 @@ from sparktop.guard.service import Guard
 from sparktop.session.runner import SessionRunner
 from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings, StopRule
+from tests.fixtures.memavailable import memavailable_turn
 
 TRAIN = textwrap.dedent(
     """
@@ -108,7 +109,17 @@ def launch(argv: list[str], cwd: Path, stdin: bool = False) -> subprocess.Popen[
     return child
 
 
-def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(shared_dir: Path) -> None:
+@pytest.fixture
+def memavailable_to_this_test() -> Iterator[None]:
+    """The floor comes from MemAvailable, and this test moves it by hundreds of MB: one such test on the
+    machine at a time (tests/fixtures/memavailable.py)."""
+    with memavailable_turn():
+        yield
+
+
+def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(
+    shared_dir: Path, memavailable_to_this_test: None
+) -> None:
     from sparktop.sources.live import LiveSource
     from tests.fixtures.sources import NoGpu
 
