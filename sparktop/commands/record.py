@@ -150,10 +150,12 @@ def record(
             wait=wait,
             thread_name="sparktop-record",
         )
-        runner.start(max_ticks=None if duration is None else ticks_within(duration, interval))
         try:
-            # In slices: a signal the kernel hands to another thread still reaches this one within a second.
             with contextlib.suppress(KeyboardInterrupt):
+                # Inside: the sampling thread may take ticks (and the user press Ctrl-C) before start()
+                # returns on this thread.
+                runner.start(max_ticks=None if duration is None else ticks_within(duration, interval))
+                # In slices: a signal the kernel hands to another thread reaches this one within a second.
                 while not runner.join(1.0):
                     pass
         finally:
