@@ -7,7 +7,7 @@ substituted as Grafana does (see fixtures/grafana.py).
   that NVML, which sparktop reads, does not offer.
 - contrib/grafana-dashboard.json's "Exporter up" says DOWN (0) for an exporter that was stopped.
 
-One Prometheus for the module (scrape every 0.5 s); the exporters sample once an hour, so Prometheus's values
+One Prometheus for the module (scrape every second); the exporters sample once an hour, so Prometheus's values
 can be compared exactly with each node's /snapshot.json. The last test stops a node: keep it last.
 """
 

@@ -1,6 +1,6 @@
 """A real Prometheus scrapes two demo exporters (fixtures/exporters.DemoNode: `sparktop serve --demo` in this
 process, different seeds) and an exporter speaking an older schema; the cluster view is built from that
-Prometheus. One Prometheus per module (scrape every 0.5 s).
+Prometheus. One Prometheus per module (scrape every second).
 
 The exporters sample once an hour, so every scrape sees the same snapshot and Prometheus's values can be
 compared exactly with each exporter's /snapshot.json.
@@ -219,8 +219,18 @@ def many(lab: Lab) -> Iterator[ManyNodesPrometheus]:
         return [r for r in lab.prometheus.query(query) if r["metric"].get("instance") == node]
 
     known = f"max_over_time(sparktop_build_info[{KNOWN_WINDOW}])"
-    answers = {q: real(q) for q in (known, "up", "sparktop_pressure_level")}
-    answers[CURRENT] = lab.prometheus.query(_of_instances(CURRENT, [node]))  # the narrowing, as sent
+
+    def answers_of_a_good_scrape() -> dict[str, list[dict[str, Any]]]:
+        answers = {q: real(q) for q in (known, "up", "sparktop_pressure_level")}
+        answers[CURRENT] = lab.prometheus.query(_of_instances(CURRENT, [node]))  # the narrowing, as sent
+        return answers
+
+    # The node's last scrape may have failed (a loaded machine): its series are stale until the next one.
+    deadline = time.monotonic() + 15
+    answers = answers_of_a_good_scrape()
+    while not (all(answers.values()) and answers["up"][0]["value"][1] == "1") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        answers = answers_of_a_good_scrape()
     assert all(answers.values()) and {r["metric"]["instance"] for r in answers[CURRENT]} == {node}
     with answering(ManyNodesPrometheus(answers)) as server:
         yield server
