@@ -12,6 +12,7 @@ import pytest
 
 from sparktop.collect import docker as sdocker
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
+from tests.fixtures.load import wall_limit
 from tests.integration.engine import DockerEngine, run_as_user, unique_name
 
 pytestmark = pytest.mark.docker
@@ -187,7 +188,9 @@ def test_engine_down_mid_run_keeps_stale_names_and_recovers(spare_engine: Docker
     clock.advance(3.0)
     t0 = time.monotonic()
     names, status = discovery.containers()
-    assert time.monotonic() - t0 < 2.5, "a refresh against a dead engine blocked the tick"
+    assert time.monotonic() - t0 < wall_limit(2.5, defect=30), (
+        "a refresh against a dead engine blocked the tick"
+    )
     assert not status.available
     assert discovery.stale
     assert names[container.id]["name"] == container.name  # the last names are kept

@@ -33,6 +33,7 @@ from tests.fixtures.exporters import (
     old_schema_exporter,
     served_snapshot,
 )
+from tests.fixtures.load import wall_limit
 
 
 @dataclass
@@ -287,7 +288,7 @@ async def test_a_prometheus_that_drips_leaves_the_nodes_stale_and_the_view_free(
         started = time.monotonic()
         await pilot.press("q")
         await pilot.pause()
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < wall_limit(2, defect=10)  # the drip's answer takes minutes
 
 
 def test_another_job_sharing_the_instance_does_not_decide_up(tmp_path: Path) -> None:

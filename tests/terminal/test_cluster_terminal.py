@@ -16,6 +16,7 @@ from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import AnswerServer, answering, exporter_answer
+from tests.fixtures.load import wall_limit
 from tests.terminal.tmux import TmuxPane, assert_restored, sparktop_command
 
 
@@ -48,7 +49,7 @@ def test_sigterm_restores_the_terminal_at_once(pane: TmuxPane, nodes: str) -> No
     started = time.monotonic()
     os.kill(pane.program_pid(), signal.SIGTERM)
     assert pane.wait_for(lambda: pane.exit_status() is not None, timeout=10), pane.screen()
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < wall_limit(2.5, defect=3.0)  # the slow read's 3 s
     assert_restored(pane, 128 + signal.SIGTERM)
 
 
@@ -58,5 +59,5 @@ def test_q_leaves_at_once_while_an_exporter_drips(pane: TmuxPane, nodes: str) ->
     started = time.monotonic()
     pane.keys("q")
     assert pane.wait_for(lambda: pane.exit_status() is not None, timeout=10), pane.screen()
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < wall_limit(2.5, defect=3.0)  # the slow read's 3 s
     assert_restored(pane, 0)

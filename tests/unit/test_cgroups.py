@@ -464,8 +464,8 @@ def test_container_memory_for_20_is_cheap(tmp_path: Path) -> None:
     fs = CgroupFS(tmp_path)
     best = float("inf")
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.thread_time()  # CPU time (the reads' system time included): the load does not stretch it
         for p in paths:
             assert fs.memory(p) is not None
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     assert best < 0.02

@@ -26,6 +26,7 @@ from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.snapshot_source import SnapshotSource
 from tests.fixtures.exporters import get, require, start_exporter
+from tests.fixtures.load import wall_limit
 
 MIB = 1024**2
 
@@ -417,7 +418,9 @@ def test_scrape_flood_leaves_the_tick_alone() -> None:
     assert ok + busy == tried and tried >= 300 and ok >= tried // 2, (ok, busy, tried)
     assert len(ticks) >= int(elapsed / interval) - 1, (len(ticks), elapsed)
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
-    assert max(gaps) < interval + 0.35, f"a tick came {max(gaps):.2f} s after the one before"
+    assert max(gaps) < wall_limit(interval + 0.35, defect=3 * interval), (
+        f"a tick came {max(gaps):.2f} s after the one before"
+    )
 
 
 def test_serve_plays_a_recording(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import Exporter, get, start_exporter
+from tests.fixtures.load import wall_limit
 
 BURST = 1000
 
@@ -89,7 +90,7 @@ def test_a_thousand_concurrent_scrapes_all_answer(exporter: Exporter) -> None:
     assert statuses["200"] >= BURST // 4, statuses
     # Each scrape answered within its 10 s; the burst as a whole within the 20 s (the client's own
     # 1,000 connects are staggered on a loaded machine: 10.03 s once in CI's run beside an install).
-    assert elapsed < 20.0, f"the burst took {elapsed:.1f} s"
+    assert elapsed < wall_limit(20.0, defect=60), f"the burst took {elapsed:.1f} s"
 
 
 def test_head_answers_headers_only(exporter: Exporter) -> None:

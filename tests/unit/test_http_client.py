@@ -18,6 +18,7 @@ from tests.fixtures.http_servers import (
     http_answer,
     self_signed,
 )
+from tests.fixtures.load import wall_limit
 
 MODELS = b'{"models": []}'
 
@@ -40,7 +41,7 @@ def test_a_server_that_drips_is_cut_off_at_the_deadline(fast: int) -> None:
         started = time.monotonic()
         with pytest.raises(HttpError, match=r"no complete answer within 0\.5 s") as info:
             request(f"{drip.url}/api/ps", timeout=0.5, max_body=1024)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < wall_limit(1.0, defect=4.0)  # the whole drip: 4-8 s
         assert not info.value.reachable
     finally:
         drip.close()
@@ -258,7 +259,7 @@ def test_https_is_read_and_a_tls_drip_is_cut_off(tmp_path, monkeypatch) -> None:
         started = time.monotonic()
         with pytest.raises(HttpError, match=r"no complete answer within 0\.5 s"):
             request(f"{drip.url}/api/ps", timeout=0.5, max_body=1024)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < wall_limit(1.0, defect=4.0)  # the whole drip: 4-8 s
     finally:
         server.close()
         drip.close()

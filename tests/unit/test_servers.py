@@ -17,6 +17,7 @@ from sparktop.collect.servers.discovery import Endpoint, default_endpoints, iden
 from sparktop.collect.servers.probe import ServerError
 from sparktop.core.snapshot import ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
 from tests.fixtures.http_servers import wait_until
+from tests.fixtures.load import wall_limit
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "servers"
 GIB = 1024**3
@@ -282,7 +283,8 @@ def test_collector_slow_server_never_stalls_the_tick(httpserver):
         for _ in range(20):
             collector.collect(snap)
         per_tick = (time.perf_counter() - started) / 20
-        assert per_tick < 0.005  # the tick copies readings; it never waits on the network
+        # the tick copies readings; it never waits on the network (its 0.5 s deadline)
+        assert per_tick < wall_limit(0.005, defect=0.5)
         reports = wait_until(lambda: [r for r in collector.collect(snap) if r.error])
         assert "no complete answer within 0.5 s" in reports[0].error
     finally:

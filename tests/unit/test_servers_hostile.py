@@ -30,6 +30,7 @@ from tests.fixtures.http_servers import (
     vllm_flood,
     wait_until,
 )
+from tests.fixtures.load import wall_limit
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "servers"
@@ -91,7 +92,7 @@ def test_a_drip_server_fails_at_the_deadline_with_one_line(drip: DripServer) -> 
     try:
         started = time.monotonic()
         collector.settle(5.0)
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < wall_limit(2.5, defect=60)  # a per-read timeout: ~2 minutes
         (report,) = collector.collect(snapshot())
         assert report.error is not None and "no complete answer within 1 s" in report.error
     finally:
@@ -283,20 +284,23 @@ from sparktop.collect.servers.collector import ServersCollector
 from sparktop.core.snapshot import GpuReport, HostMemory, Snapshot
 collector = ServersCollector(
     endpoints=[{"url": sys.argv[1], "server": "vllm"}, {"url": sys.argv[2], "server": "ollama"}],
-    defaults=False, interval=0.2, timeout=5.0,
+    # A generous deadline: on a loaded machine one flood took over 5 s to arrive, and every round then
+    # missed that server's models. The peak RSS is the point, not the speed.
+    defaults=False, interval=0.2, timeout=30.0,
 )
 snap = Snapshot(timestamp=0, memory=HostMemory(total=2**37, available=2**36, free=2**36),
                 gpu=GpuReport(available=False))
 history = []  # the last reports, as the dashboard holds the latest snapshots' services
+most = 0  # the most models one report held (on a loaded machine a round may miss one server's answer)
 started = time.monotonic()
-while collector.probes < 6 and time.monotonic() - started < 60:
+while (collector.probes < 6 or most < int(sys.argv[3])) and time.monotonic() - started < 120:
     history = (history + [collector.collect(snap)])[-10:]
+    most = max(most, sum(len(r.models) for r in history[-1]))
     time.sleep(0.05)
 # VmHWM, this process's own peak: ru_maxrss would count the pytest worker's RSS too (the kernel keeps the
 # forking parent's high-water mark across exec; a full run read 153 MiB for a 62 MiB collector)
 peak_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-# the most models one report held (on a loaded machine the latest round may have missed one server's answer)
-print(collector.probes, max(sum(len(r.models) for r in reports) for reports in history), peak_kib)
+print(collector.probes, most, peak_kib)
 """
 
 
@@ -307,10 +311,10 @@ def test_rss_stays_bounded_beside_servers_offering_85k_models() -> None:
     ollama_server = RecordingServer(lambda m, t: Canned(body=ollama_flood(10_000)))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", MEASURE, vllm_server.url, ollama_server.url],
+            [sys.executable, "-c", MEASURE, vllm_server.url, ollama_server.url, str(2 * MAX_MODELS)],
             capture_output=True,
             text=True,
-            timeout=90,
+            timeout=150,
         )
     finally:
         vllm_server.close()
