@@ -27,8 +27,8 @@ from tests.fixtures.exporters import (
     DemoNode,
     PrometheusServer,
     answering,
+    closed_port,
     demo_nodes,
-    free_port,
     get,
     old_schema_exporter,
     served_snapshot,
@@ -137,7 +137,7 @@ async def test_cluster_view_marks_a_killed_node_down(lab: Lab) -> None:
 
 
 def test_unreachable_prometheus_is_one_line() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     with pytest.raises(ClusterError) as error:
         PrometheusCluster(url).fetch()
     message = str(error.value)
@@ -156,7 +156,7 @@ def test_prometheus_without_sparktop_metrics(tmp_path: Path) -> None:
 
 
 async def test_cluster_view_keeps_running_when_prometheus_fails() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     app = ClusterApp(PrometheusCluster(url), auto_refresh=False)
     async with app.run_test(size=(120, 30)) as pilot:
         await app.refresh_once()
@@ -308,7 +308,7 @@ def test_another_job_sharing_the_instance_does_not_decide_up(tmp_path: Path) -> 
     jobs = (
         f"  - job_name: sparktop\n    static_configs:\n      - targets: ['127.0.0.1:{server.address[1]}']\n"
         + relabel
-        + f"  - job_name: zz-node\n    static_configs:\n      - targets: ['127.0.0.1:{free_port()}']\n"
+        + f"  - job_name: zz-node\n    static_configs:\n      - targets: ['127.0.0.1:{closed_port()}']\n"
         + relabel
     )
     prometheus = PrometheusServer(tmp_path, [], scrape_configs=jobs)

@@ -22,7 +22,7 @@ from sparktop.ui.themes import DEFAULT_THEME, load_themes
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.status_line import StatusLine
-from tests.fixtures.exporters import free_port
+from tests.fixtures.exporters import closed_port
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ async def test_the_first_esc_closes_the_node_detail(
 
 async def test_the_dashboard_on_a_down_exporter_says_why_in_words() -> None:
     """Issue 23 item 5: the header read `stale: NodeProblem: …` — a class name is no message for a user."""
-    address = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{closed_port()}"
     app = SparktopApp(ExporterSource(address), auto_refresh=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await app.refresh_once()

@@ -18,7 +18,7 @@ from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
-from tests.fixtures.exporters import AnswerServer, answering, exporter_answer, free_port
+from tests.fixtures.exporters import AnswerServer, answering, closed_port, exporter_answer
 from tests.fixtures.load import wall_limit
 
 
@@ -48,7 +48,7 @@ def exporter() -> Iterator[str]:
 
 @pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
 def test_an_exporter_that_is_down_is_one_line_and_exit_2(json_flag: list[str]) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     done = sparktop("--exporter", url, "--once", *json_flag)
     assert done.returncode == 2
     assert done.stderr == f"sparktop: {url}: connection refused\n"
@@ -68,7 +68,7 @@ def test_an_exporter_that_drips_is_one_line_within_its_deadline(exporter: str) -
 
 
 def test_cluster_once_prints_the_nodes_as_text_into_a_pipe(exporter: str) -> None:
-    closed = f"127.0.0.1:{free_port()}"
+    closed = f"127.0.0.1:{closed_port()}"
     done = sparktop("--cluster", "--nodes", f"{exporter},{closed}", "--once")
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout  # plain text, not a full-screen app written into the pipe
@@ -84,7 +84,7 @@ def test_cluster_once_prints_the_nodes_as_text_into_a_pipe(exporter: str) -> Non
 
 
 def test_cluster_once_json(exporter: str) -> None:
-    closed = f"127.0.0.1:{free_port()}"
+    closed = f"127.0.0.1:{closed_port()}"
     done = sparktop("--cluster", "--nodes", f"{exporter},{closed}", "--once", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -96,7 +96,7 @@ def test_cluster_once_json(exporter: str) -> None:
 
 
 def test_cluster_once_with_prometheus_down_is_one_line_and_exit_2() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     done = sparktop("--cluster", "--prometheus", url, "--once")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"sparktop: cannot reach Prometheus at {url}: connection refused\n"

@@ -25,8 +25,8 @@ from sparktop.ui.themes import load_themes
 from tests.fixtures.exporters import (
     AnswerServer,
     answering,
+    closed_port,
     exporter_answer,
-    free_port,
     old_schema_exporter,
 )
 from tests.fixtures.load import wall_limit
@@ -86,7 +86,7 @@ def test_stale_node_keeps_its_numbers_marked_stale(node: tuple[SamplingLoop, Exp
 
 
 def test_down_and_old_schema_nodes_have_no_numbers() -> None:
-    closed = f"127.0.0.1:{free_port()}"
+    closed = f"127.0.0.1:{closed_port()}"
     with old_schema_exporter() as old:
         down, incompatible = ExporterNodes([closed, old], LineChoice(80 * GB, 100 * GB)).fetch()
     assert down.status == "down" and "connection refused" in (down.reason or "")
