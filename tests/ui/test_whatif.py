@@ -17,6 +17,7 @@ from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
+from tests.fixtures.snapshots import snapshot, spark_gpu
 from tests.ui.demo_app import edit_selected, open_whatif, screen_text
 
 pytestmark = pytest.mark.usefixtures("private_home")  # tests/conftest.py
@@ -345,16 +346,9 @@ async def test_edit_loss_kernel_and_dataloader_workers_of_a_training_run() -> No
 
 def small_machine(used_gb: float = 3.0, total_gb: float = 25.3):
     """A 25 GB machine with a GPU, as a live sample."""
-    import time
-
-    from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
-
-    total = int(total_gb * 1e9)
-    gpu = GpuReport(
-        available=True, gpus=[GpuState(index=0, name="NVIDIA GB10", sm_count=48, unified_memory=True)]
+    return snapshot(
+        total=int(total_gb * 1e9), used=int(used_gb * 1e9), free=0, gpus=[spark_gpu()], hostname="small"
     )
-    mem = HostMemory(total=total, available=total - int(used_gb * 1e9), free=0)
-    return Snapshot(timestamp=time.time(), memory=mem, gpu=gpu, hostname="small")
 
 
 async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> None:

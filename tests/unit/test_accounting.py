@@ -16,10 +16,11 @@ from sparktop.core.snapshot import (
     HostMemory,
     ProcessInfo,
 )
+from tests.fixtures.snapshots import host_memory
 
 
 def memory(used: int, total: int = 120 * GIB) -> HostMemory:
-    return HostMemory(total=total, available=total - used, free=total - used)
+    return host_memory(total=total, used=used)
 
 
 def gpu(unified: bool, procs: dict[int, int]) -> GpuReport:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,13 @@ import pytest
 from sparktop.collect.control import ControlError, StopTimeout
 from sparktop.collect.process_signals import read_stat
 from sparktop.core.format import fmt_bytes
-from sparktop.core.snapshot import CgroupMemory, ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.core.snapshot import CgroupMemory, ContainerInfo, ProcessInfo, Snapshot
 from sparktop.session.session import Session
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.stopping.stop_book import GONE_WAIT_SNAPSHOTS, READ_ONLY, Report, StopBook
 from sparktop.stopping.stop_log import ActionLog
+from tests.fixtures.snapshots import snapshot
 
 GIB = 1024**3
 WHISPER = ContainerInfo(
@@ -40,14 +40,7 @@ TTS = ContainerInfo(
 
 
 def snap(used_gib: float, *containers: ContainerInfo) -> Snapshot:
-    total = 120 * GIB
-    return Snapshot(
-        timestamp=time.time(),
-        source="demo",
-        memory=HostMemory(total=total, available=total - int(used_gib * GIB), free=0),
-        gpu=GpuReport(available=False),
-        containers=list(containers),
-    )
+    return snapshot(source="demo", total=120 * GIB, used=int(used_gib * GIB), free=0, containers=containers)
 
 
 class Source(SnapshotSource):

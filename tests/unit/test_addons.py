@@ -9,8 +9,9 @@ from pathlib import Path
 
 from sparktop.collect.registry import AddOn, AddOns
 from sparktop.collect.servers.collector import ServersCollector
-from sparktop.core.snapshot import GpuReport, HostMemory, ServiceReport, Snapshot
+from sparktop.core.snapshot import ServiceReport, Snapshot
 from sparktop.sources.live import LiveSource
+from tests.fixtures.snapshots import snapshot
 from tests.fixtures.sources import NoDocker
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "servers"
@@ -37,9 +38,7 @@ class _Broken:
 
 
 def _snapshot() -> Snapshot:
-    return Snapshot(
-        timestamp=0, memory=HostMemory(total=1, available=1, free=1), gpu=GpuReport(available=False)
-    )
+    return snapshot(t=0, total=1, available=1, free=1)
 
 
 def test_a_broken_collector_is_one_line_and_the_others_run():

@@ -17,18 +17,17 @@ import pytest
 from sparktop.collect import registry
 from sparktop.collect.add_on import Collector, Poller
 from sparktop.collect.registry import AddOn, AddOns, Guarded
-from sparktop.core.snapshot import DockerStatus, GpuReport, HostMemory, ServiceReport, Snapshot
+from sparktop.core.snapshot import DockerStatus, ServiceReport, Snapshot
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.live import LiveSource
 from tests.fixtures.load import wall_limit
+from tests.fixtures.snapshots import snapshot
 from tests.fixtures.sources import NoDocker, NoGpu
 from tests.fixtures.trees import CgroupTree, ProcTree, cid, v2_cgroup
 
 
 def bare_snapshot() -> Snapshot:
-    return Snapshot(
-        timestamp=1.0, memory=HostMemory(total=100, available=50, free=10), gpu=GpuReport(available=False)
-    )
+    return snapshot(t=1.0, total=100, available=50, free=10)
 
 
 class Fixed:

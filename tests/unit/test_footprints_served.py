@@ -17,8 +17,6 @@ from sparktop.collect.servers.collector import ServersCollector
 from sparktop.commands.plan import main
 from sparktop.core.snapshot import (
     GB,
-    GpuReport,
-    HostMemory,
     ProcessInfo,
     ServedModel,
     ServiceReport,
@@ -27,6 +25,7 @@ from sparktop.core.snapshot import (
 from sparktop.footprints.store import FootprintCollector, FootprintStore, shared_store
 from sparktop.plan import Baseline, Plan, evaluate
 from sparktop.plan.measured import LiveFacts
+from tests.fixtures.snapshots import snapshot as shared_snapshot
 
 GIB = 1024**3
 LIE = {"models": [{"name": "llama3.1:70b-instruct-fp16", "size": 1e9, "size_vram": 1e9}]}
@@ -34,12 +33,7 @@ NOW = time.time()
 
 
 def snapshot(processes: list[ProcessInfo]) -> Snapshot:
-    return Snapshot(
-        timestamp=time.time(),
-        memory=HostMemory(total=120 * GIB, available=80 * GIB, free=60 * GIB),
-        gpu=GpuReport(available=False),
-        processes=processes,
-    )
+    return shared_snapshot(total=120 * GIB, available=80 * GIB, free=60 * GIB, processes=processes)
 
 
 def served_peaks(httpserver, tmp_path, processes: list[ProcessInfo], answer: dict) -> FootprintStore:

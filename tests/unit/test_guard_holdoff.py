@@ -10,11 +10,12 @@ import io
 import json
 from pathlib import Path
 
-from sparktop.core.snapshot import GIB, ContainerInfo, GpuReport, HostMemory, Pressure, PressureLine, Snapshot
+from sparktop.core.snapshot import GIB, ContainerInfo, Pressure, PressureLine, Snapshot
 from sparktop.guard.alerts import Alerts
 from sparktop.guard.service import RELEASE_GRACE_S, Guard
 from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
+from tests.fixtures.snapshots import snapshot as shared_snapshot
 
 TOTAL = 24 * GIB
 
@@ -38,12 +39,13 @@ def snapshot(
     if psi_full is not None:
         line = PressureLine(avg10=psi_full, avg60=psi_full, avg300=psi_full, total_us=0)
         pressure = Pressure(some=line, full=line)
-    return Snapshot(
-        timestamp=t,
-        source="live",
+    return shared_snapshot(
+        t=t,
         hostname="h",
-        memory=HostMemory(total=TOTAL, available=available, free=available, pressure=pressure),
-        gpu=GpuReport(available=False, reason="none"),
+        total=TOTAL,
+        available=available,
+        pressure=pressure,
+        no_gpu="none",
         containers=containers,
     )
 

@@ -7,7 +7,8 @@ import itertools
 import pytest
 
 from sparktop.analysis.history import History
-from sparktop.core.snapshot import GB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import GB, Accounting, Consumer, Snapshot
+from tests.fixtures.snapshots import snapshot
 
 TOTAL = 128 * GB
 
@@ -18,10 +19,11 @@ def snap(
     """A snapshot whose pool `used` is the consumers' sum plus `extra` unattributed bytes."""
     labels = labels or {}
     used = sum(consumers.values()) + extra
-    return Snapshot(
-        timestamp=t,
-        memory=HostMemory(total=TOTAL, available=TOTAL - used, free=TOTAL - used),
-        gpu=GpuReport(available=False, reason="test"),
+    return snapshot(
+        t=t,
+        total=TOTAL,
+        used=used,
+        no_gpu="test",
         accounting=Accounting(
             used=used,
             consumers=[

@@ -17,13 +17,14 @@ from sparktop.analysis.throttle import (
 from sparktop.collect.nvml import NvmlCollector
 from sparktop.commands.dashboard import summarize
 from sparktop.core.clock_reasons import REASONS, THROTTLE_GAP_S, decode, slowing_reasons
-from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.core.snapshot import Snapshot
 from sparktop.guard.alerts import Alerts
 from sparktop.guard.service import Guard
 from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings
 from sparktop.sources.live import LiveSource
 from tests.fixtures.machine import META, build_machine
+from tests.fixtures.snapshots import snapshot, spark_gpu
 from tests.fixtures.sources import FakeDocker
 from tests.unit.fake_nvml import GIB, NOT_SUPPORTED, FakeNvml, gb10, h100, install_nvml
 
@@ -286,9 +287,9 @@ def test_a_power_capped_clock_touching_its_maximum_for_a_sample_is_the_same_thro
 
 
 def spark_at(t: float, clock: int, reasons: int, since: float | None, util: float = 95.0) -> Snapshot:
-    gpu = GpuState(
-        index=0,
-        name="NVIDIA GB10",
+    gpu = spark_gpu(
+        sm_count=None,
+        unified_memory=False,
         utilization_pct=util,
         sm_clock_mhz=clock,
         sm_clock_max_mhz=2600,
@@ -296,12 +297,7 @@ def spark_at(t: float, clock: int, reasons: int, since: float | None, util: floa
         throttle_since=since,
     )
     total = 128 * 1024**3
-    return Snapshot(
-        timestamp=t,
-        memory=HostMemory(total=total, available=total // 2, free=total // 4),
-        gpu=GpuReport(available=True, gpus=[gpu]),
-        hostname="spark",
-    )
+    return snapshot(t=t, total=total, available=total // 2, free=total // 4, gpus=[gpu], hostname="spark")
 
 
 def test_a_lasting_throttle_is_said_once_and_its_end_once():

@@ -5,7 +5,6 @@ the GPU's own memory while the host side goes against RAM."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -13,9 +12,7 @@ from sparktop.commands.plan import main
 from sparktop.core.snapshot import (
     ContainerInfo,
     GpuProcess,
-    GpuReport,
     GpuState,
-    HostMemory,
     ProcessInfo,
     Snapshot,
 )
@@ -24,6 +21,7 @@ from sparktop.plan.catalog import load_catalog
 from sparktop.plan.estimate import GB
 from sparktop.plan.live_gpu import running_gpu_loads
 from sparktop.plan.verdict import CAREFUL, NO, OK
+from tests.fixtures.snapshots import snapshot, spark_gpu
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +39,13 @@ def isolated(tmp_path, monkeypatch):
 
 
 def spark(util: float | None, gpu_procs: list[GpuProcess], processes: list[ProcessInfo], containers=()):
-    total = int(128.5 * GB)
-    gpu = GpuState(
-        index=0,
-        name="NVIDIA GB10",
-        sm_count=48,
-        unified_memory=True,
-        utilization_pct=util,
-        processes=gpu_procs,
-    )
-    return Snapshot(
-        timestamp=time.time(),
-        memory=HostMemory(total=total, available=total - int(30 * GB), free=0),
-        gpu=GpuReport(available=True, gpus=[gpu]),
+    return snapshot(
+        total=int(128.5 * GB),
+        used=int(30 * GB),
+        free=0,
+        gpus=[spark_gpu(utilization_pct=util, processes=gpu_procs)],
         processes=processes,
-        containers=list(containers),
+        containers=containers,
         hostname="spark",
     )
 
@@ -111,12 +101,8 @@ def test_the_cli_counts_running_gpu_work(capsys):
 
 
 def no_gpu() -> Snapshot:
-    total = int(32 * GB)
-    return Snapshot(
-        timestamp=time.time(),
-        memory=HostMemory(total=total, available=total - int(4 * GB), free=0),
-        gpu=GpuReport(available=False, reason="NVML library not found"),
-        hostname="laptop",
+    return snapshot(
+        total=int(32 * GB), used=int(4 * GB), free=0, no_gpu="NVML library not found", hostname="laptop"
     )
 
 
@@ -135,7 +121,6 @@ def test_no_gpu_on_this_machine(catalog, capsys):
 
 def h100(used_gpu_gb: float = 10.78) -> Snapshot:
     """A host with 64 GB of RAM and a discrete H100 80 GB holding one 10.78 GB process (issue 12 item 7)."""
-    total = int(64 * GB)
     gpu = GpuState(
         index=0,
         name="NVIDIA H100 80GB HBM3",
@@ -146,10 +131,11 @@ def h100(used_gpu_gb: float = 10.78) -> Snapshot:
         memory_used=int(used_gpu_gb * GB),
         processes=[GpuProcess(pid=9, used_bytes=int(used_gpu_gb * GB))],
     )
-    return Snapshot(
-        timestamp=time.time(),
-        memory=HostMemory(total=total, available=total - int(6 * GB), free=0),
-        gpu=GpuReport(available=True, gpus=[gpu]),
+    return snapshot(
+        total=int(64 * GB),
+        used=int(6 * GB),
+        free=0,
+        gpus=[gpu],
         processes=[ProcessInfo(pid=9, name="python3", rss=int(1.5 * GB))],
         hostname="h100-box",
     )

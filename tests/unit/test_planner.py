@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
+from sparktop.core.snapshot import Snapshot
 from sparktop.plan import Baseline, Plan, PlanError, dumps_plan, evaluate, load_plan, loads_plan, save_plan
 from sparktop.plan.catalog import load_catalog
 from sparktop.plan.estimate import GB
 from sparktop.plan.verdict import FITS, OOM_RISK, TIGHT, WONT_FIT
+from tests.fixtures.snapshots import snapshot as shared_snapshot
+from tests.fixtures.snapshots import spark_gpu
 
 ISSUE_EXAMPLE = """\
 [[workload]]
@@ -229,12 +229,13 @@ def test_fit_verdicts(plan, memory_gb, verdict):
 
 
 def snapshot(used_gb: float, total_gb: float = 128.5, sm_count: int | None = 48) -> Snapshot:
-    total = int(total_gb * GB)
-    gpu = GpuReport(
-        available=True, gpus=[GpuState(index=0, name="NVIDIA GB10", sm_count=sm_count, unified_memory=True)]
+    return shared_snapshot(
+        total=int(total_gb * GB),
+        used=int(used_gb * GB),
+        free=0,
+        gpus=[spark_gpu(sm_count=sm_count)],
+        hostname="spark",
     )
-    mem = HostMemory(total=total, available=total - int(used_gb * GB), free=0)
-    return Snapshot(timestamp=time.time(), memory=mem, gpu=gpu, hostname="spark")
 
 
 def test_live_baseline_from_a_snapshot(plan):

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.core.format import NO_VALUE, fmt_rate_cell
-from sparktop.core.snapshot import CgroupMemory, ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.core.snapshot import CgroupMemory, ContainerInfo, ProcessInfo, Snapshot
 from sparktop.session.rows import CellText, cell_text, container_rows, value_sort_key
+from tests.fixtures.snapshots import snapshot as shared_snapshot
 
 MIB = 1024**2
 GIB = 1024**3
@@ -16,11 +17,13 @@ CID = "c" * 64
 
 def snapshot(containers: list[ContainerInfo], processes: list[ProcessInfo]) -> Snapshot:
     """A machine without a GPU, not yet accounted (the session accounts it): the tables' raw input."""
-    return Snapshot(
-        timestamp=0.0,
+    return shared_snapshot(
+        t=0.0,
         source="demo",
-        memory=HostMemory(total=64 * GIB, available=32 * GIB, free=16 * GIB),
-        gpu=GpuReport(available=False, reason="no GPU in the test"),
+        total=64 * GIB,
+        available=32 * GIB,
+        free=16 * GIB,
+        no_gpu="no GPU in the test",
         containers=containers,
         processes=processes,
     )

@@ -6,9 +6,6 @@ from sparktop.analysis.accounting import account
 from sparktop.analysis.served import model_rows, split_models
 from sparktop.core.snapshot import (
     GpuProcess,
-    GpuReport,
-    GpuState,
-    HostMemory,
     ProcessInfo,
     ServedModel,
     ServiceReport,
@@ -16,6 +13,7 @@ from sparktop.core.snapshot import (
 )
 from sparktop.session.session import Session
 from sparktop.sources.demo import DemoSource
+from tests.fixtures.snapshots import snapshot, spark_gpu
 
 GB = 1000**3
 
@@ -40,19 +38,20 @@ def test_demo_ollama_and_vllm_are_split_per_model_and_still_add_up():
 
 def _host_ollama_snapshot(claimed_gpu: int) -> Snapshot:
     """`ollama serve` (pid 100) with one `ollama runner` child (pid 101) holding the model on the GPU."""
-    memory = HostMemory(total=120 * GB, available=70 * GB, free=60 * GB)
-    gpu = GpuReport(
-        available=True,
-        gpus=[GpuState(index=0, name="NVIDIA GB10", unified_memory=True,
-                       processes=[GpuProcess(pid=101, used_bytes=40 * GB)])],
-    )  # fmt: skip
     procs = [
         ProcessInfo(pid=100, ppid=1, name="ollama", cmdline="ollama serve", rss=GB // 10, start_time=5.0),
         ProcessInfo(pid=101, ppid=100, name="ollama", cmdline="ollama runner", rss=GB, gpu_bytes=40 * GB,
                     start_time=6.0),
     ]  # fmt: skip
-    snap = Snapshot(timestamp=1000.0, memory=memory, gpu=gpu, processes=procs)
-    snap.accounting = account(memory, gpu, procs, [])
+    snap = snapshot(
+        t=1000.0,
+        total=120 * GB,
+        available=70 * GB,
+        free=60 * GB,
+        gpus=[spark_gpu(sm_count=None, processes=[GpuProcess(pid=101, used_bytes=40 * GB)])],
+        processes=procs,
+    )
+    snap.accounting = account(snap.memory, snap.gpu, procs, [])
     snap.services = [
         ServiceReport(collector="servers", endpoint="http://127.0.0.1:11434", server="ollama",
                       owner="process:100:5",

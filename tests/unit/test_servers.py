@@ -15,9 +15,10 @@ from sparktop.collect.servers import llamacpp, ollama, sglang, vllm
 from sparktop.collect.servers.collector import ServersCollector
 from sparktop.collect.servers.discovery import Endpoint, default_endpoints, identify, normalise
 from sparktop.collect.servers.probe import ServerError
-from sparktop.core.snapshot import ContainerInfo, GpuReport, HostMemory, ProcessInfo, Snapshot
+from sparktop.core.snapshot import ContainerInfo, ProcessInfo
 from tests.fixtures.http_servers import wait_until
 from tests.fixtures.load import wall_limit
+from tests.fixtures.snapshots import snapshot as shared_snapshot
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "servers"
 GIB = 1024**3
@@ -32,10 +33,10 @@ def data(name: str) -> object:
 
 
 def snapshot(containers: list[ContainerInfo] | None = None, processes: list[ProcessInfo] | None = None):
-    return Snapshot(
-        timestamp=time.time(),
-        memory=HostMemory(total=120 * GIB, available=80 * GIB, free=60 * GIB),
-        gpu=GpuReport(available=False),
+    return shared_snapshot(
+        total=120 * GIB,
+        available=80 * GIB,
+        free=60 * GIB,
         containers=containers or [],
         processes=processes or [],
     )

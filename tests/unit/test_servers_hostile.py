@@ -19,7 +19,7 @@ from sparktop.collect.servers import ollama, vllm
 from sparktop.collect.servers.collector import ServersCollector
 from sparktop.collect.servers.prom import MAX_SERIES, Metrics
 from sparktop.collect.servers.reading import MAX_MODELS
-from sparktop.core.snapshot import GpuReport, HostMemory, Snapshot
+from sparktop.core.snapshot import Snapshot
 from tests.fixtures.http_servers import (
     Canned,
     DripServer,
@@ -31,6 +31,7 @@ from tests.fixtures.http_servers import (
     wait_until,
 )
 from tests.fixtures.load import wall_limit
+from tests.fixtures.snapshots import snapshot as shared_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "servers"
@@ -42,11 +43,7 @@ VLLM_METRICS = (DATA / "vllm-0.11-metrics.txt").read_text()
 
 
 def snapshot() -> Snapshot:
-    return Snapshot(
-        timestamp=time.time(),
-        memory=HostMemory(total=120 * GIB, available=80 * GIB, free=60 * GIB),
-        gpu=GpuReport(available=False),
-    )
+    return shared_snapshot(total=120 * GIB, available=80 * GIB, free=60 * GIB)
 
 
 def text_route(body: str):

@@ -21,6 +21,7 @@ from sparktop.analysis.trend import (
     rate_per_min,
 )
 from sparktop.core.snapshot import GB, GIB, Accounting, Consumer, GpuReport, HostMemory, Snapshot
+from tests.fixtures.snapshots import snapshot
 
 TOTAL = 128 * GB
 SAFE = 80 * GB
@@ -58,12 +59,7 @@ def history_of(
 def accounted(t: float, consumers: list[Consumer]) -> Snapshot:
     """A snapshot at `t` whose pool holds exactly `consumers`."""
     used = sum(c.total for c in consumers)
-    return Snapshot(
-        timestamp=t,
-        memory=HostMemory(total=TOTAL, available=TOTAL - used, free=TOTAL - used),
-        gpu=GpuReport(available=False),
-        accounting=Accounting(used=used, consumers=consumers),
-    )
+    return snapshot(t=t, total=TOTAL, used=used, accounting=Accounting(used=used, consumers=consumers))
 
 
 def alerts(values: list[float], step: float = 1.0) -> list[CreepAlert]:
