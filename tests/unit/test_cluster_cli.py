@@ -18,17 +18,14 @@ from sparktop.core.snapshot import GB
 from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
+from tests.fixtures.cli import run_main
 from tests.fixtures.exporters import AnswerServer, answering, closed_port, exporter_answer
 from tests.fixtures.load import wall_limit
 
 
-def sparktop(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sparktop", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def sparktop(*args: str) -> subprocess.CompletedProcess[str]:
+    """In this process: what these tests check is the output and the exit status main() returns."""
+    return run_main(*args)
 
 
 @pytest.fixture
@@ -59,7 +56,7 @@ def test_an_exporter_that_drips_is_one_line_within_its_deadline(exporter: str) -
     with answering(AnswerServer(exporter_answer(f"http://{exporter}"))) as drip:
         drip.drip = True
         started = time.monotonic()
-        done = sparktop("--exporter", drip.address, "--once", timeout=20)
+        done = sparktop("--exporter", drip.address, "--once")
     # start-up and the 3 s deadline; it never waits for the drip
     assert time.monotonic() - started < wall_limit(10, defect=20)
     assert done.returncode == 2
