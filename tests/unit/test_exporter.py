@@ -25,6 +25,7 @@ from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.snapshot_source import SnapshotSource
+from tests.fixtures.cli import run_main
 from tests.fixtures.exporters import get, require, start_exporter
 from tests.fixtures.load import wall_limit
 
@@ -360,10 +361,7 @@ def test_serve_offers_the_exporters_dcgm_modes() -> None:
 def test_port_in_use_is_one_line_error() -> None:
     exporter = start_exporter("--demo")
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "sparktop", "serve", "--demo", "--listen", exporter.address],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
+        result = run_main("serve", "--demo", "--listen", exporter.address)
         assert result.returncode == 2
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "cannot listen on" in lines[0] and "in use" in lines[0], result.stderr

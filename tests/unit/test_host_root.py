@@ -4,20 +4,14 @@ tree, Docker socket and hostname, tested on a whole host tree under another root
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.fixtures.cli import run_main
 from tests.fixtures.trees import HOST_CONTAINER, host_tree
 
 
 def once_json(*args: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "sparktop", *args, "--once", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_main(*args, "--once", "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -36,12 +30,7 @@ def test_once_reads_the_host_under_root(tmp_path: Path) -> None:
 
 
 def test_a_root_without_a_proc_is_a_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sparktop", "--root", str(tmp_path), "--once"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_main("--root", str(tmp_path), "--once")
     assert done.returncode == 3
     assert (
         done.stderr.strip()
