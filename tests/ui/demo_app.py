@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest_asyncio
 from textual.pilot import Pilot
 from textual.widgets import DataTable, OptionList, TabbedContent
 
@@ -127,3 +128,24 @@ def column_cells(table: DataTable, key: str) -> list[str]:
     """The plain text of every row's cell in column `key`, top to bottom."""
     index = table.get_column_index(key)
     return [table.get_cell_at((row, index)).plain for row in range(table.row_count)]
+
+
+def shared_app(scenario: str = "default", warmup: int = WARMUP, size: tuple[int, int] = (120, 36)):
+    """A module-scoped fixture: one dashboard on the demo, its first frame drawn, for the module's checks
+    that only read it (each would otherwise start and warm up an app of its own). The module's async tests
+    run in the module's event loop: `pytestmark = pytest.mark.asyncio(loop_scope="module")`. A test that
+    presses a key must leave the app as it found it.
+
+        seven_minutes = shared_app(warmup=SEVEN_MINUTES)
+
+        async def test_x(seven_minutes): app, pilot = seven_minutes
+    """
+
+    @pytest_asyncio.fixture(scope="module", loop_scope="module")
+    async def fixture() -> AsyncIterator[tuple[SparktopApp, Pilot]]:
+        app = make_app(scenario, warmup=warmup)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            yield app, pilot
+
+    return fixture

@@ -6,6 +6,8 @@ import re
 import threading
 import time
 
+import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent
 
 from sparktop.core.snapshot import Snapshot
@@ -23,7 +25,9 @@ from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
-from tests.ui.demo_app import SEVEN_MINUTES, make_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app, shared_app
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # seven_minutes below: one app for the module
 
 
 def rendered(widget) -> str:
@@ -34,37 +38,37 @@ def table_keys(table) -> list[str]:
     return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
 
 
-async def test_dashboard_shows_pool_state_and_segments():
-    app = make_app(warmup=SEVEN_MINUTES)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        bar = app.query_one(BudgetBar)
-        assert app.session.latest is not None
-        # The default scenario sits between the lines: over 80 GB, under 100 GB.
-        assert bar.state is BarState.BETWEEN
-        text = rendered(bar)
-        assert "over safe 80 GB" in text
-        assert "safe 80 GB ▼" in text and "aggressive 100 GB" in text
-        assert "pool 121.7 GiB" in text
-        keys = [s.key for s in bar.segments]
-        assert keys[-1] == "free" and "unattributed" in keys
-        assert sum(s.nbytes for s in bar.segments) == app.session.latest.memory.total
-        # Every container has its own segment.
-        assert {f"container:{c.id}" for c in app.session.latest.containers} <= set(keys)
+# One dashboard after seven minutes of the demo for the checks that only read its first frame.
+seven_minutes = shared_app(warmup=SEVEN_MINUTES)
 
 
-async def test_creep_alert_names_the_training_run():
-    app = make_app(warmup=SEVEN_MINUTES)  # past the creep window
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        alerts = app.query_one(CreepAlerts)
-        assert alerts.display
-        text = str(alerts.render())
-        assert "ssd-tetris-train-1" in text
-        assert "GiB/min" in text
-        assert "aggressive 100 GB in ~" in text
-        # Nothing else creeps: one-off steps and noise stay quiet.
-        assert [a.label for a in app.session.creep] == ["ssd-tetris-train-1"]
+async def test_dashboard_shows_pool_state_and_segments(seven_minutes: tuple[SparktopApp, Pilot]):
+    app, _pilot = seven_minutes
+    bar = app.query_one(BudgetBar)
+    assert app.session.latest is not None
+    # The default scenario sits between the lines: over 80 GB, under 100 GB.
+    assert bar.state is BarState.BETWEEN
+    text = rendered(bar)
+    assert "over safe 80 GB" in text
+    assert "safe 80 GB ▼" in text and "aggressive 100 GB" in text
+    assert "pool 121.7 GiB" in text
+    keys = [s.key for s in bar.segments]
+    assert keys[-1] == "free" and "unattributed" in keys
+    assert sum(s.nbytes for s in bar.segments) == app.session.latest.memory.total
+    # Every container has its own segment.
+    assert {f"container:{c.id}" for c in app.session.latest.containers} <= set(keys)
+
+
+async def test_creep_alert_names_the_training_run(seven_minutes: tuple[SparktopApp, Pilot]):
+    app, _pilot = seven_minutes  # past the creep window
+    alerts = app.query_one(CreepAlerts)
+    assert alerts.display
+    text = str(alerts.render())
+    assert "ssd-tetris-train-1" in text
+    assert "GiB/min" in text
+    assert "aggressive 100 GB in ~" in text
+    # Nothing else creeps: one-off steps and noise stay quiet.
+    assert [a.label for a in app.session.creep] == ["ssd-tetris-train-1"]
 
 
 async def test_no_creep_alert_when_nothing_grows():

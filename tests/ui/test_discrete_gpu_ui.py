@@ -4,10 +4,14 @@ host pool's, in the same colours, GPU memory in the tables, and the machine's ki
 
 from __future__ import annotations
 
+from sparktop.analysis.served import served_split, split_models
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS
+from sparktop.session.rows import cell_text, container_rows
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.gpu_memory_bar import GpuMemoryBar
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.ui.demo_app import make_app
+from tests.ui.demo_session import demo_session
 
 
 async def test_discrete_gpu_has_a_memory_bar_of_its_own() -> None:
@@ -32,20 +36,21 @@ async def test_discrete_gpu_has_a_memory_bar_of_its_own() -> None:
         assert all(c.gpu_bytes == 0 for c in snapshot.accounting.consumers)
 
 
-async def test_containers_table_shows_gpu_memory_on_a_discrete_gpu() -> None:
-    app = make_app("discrete", warmup=30)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        table = app.query_one("#containers-table")
-        assert app.session.latest is not None and app.session.latest.accounting is not None
-        consumers = {c.label: c for c in app.session.latest.accounting.consumers}
-        training = consumers["ssd-tetris-train-1"]
-        assert training.device_gpu_bytes > 10 * 1024**3
-        key = next(k for k in (f"container:{c.id}" for c in app.session.latest.containers)
-                   if table.item(k) is not None and table.item(k).label == "ssd-tetris-train-1")  # fmt: skip
-        shown = str(table.get_cell(key, "gpu"))
-        assert shown == f"{training.device_gpu_bytes / 1024**3:.1f} GiB", shown  # not 0.0
+def test_containers_table_shows_gpu_memory_on_a_discrete_gpu() -> None:
+    """The Containers table's row and GPU cell, through the row and cell functions the table draws with, on
+    the session the dashboard holds after its warm-up (no app: tests/ui/demo_session.py)."""
+    session = demo_session("discrete", warmup=30)
+    snapshot = session.latest
+    assert snapshot is not None and snapshot.accounting is not None
+    consumers = {c.label: c for c in snapshot.accounting.consumers}
+    training = consumers["ssd-tetris-train-1"]
+    assert training.device_gpu_bytes > 10 * 1024**3
+    served = served_split(snapshot, split_models(snapshot) or snapshot.accounting)  # as DashboardScreen does
+    rows = container_rows(snapshot, session.rate_per_min, served)
+    (row,) = [r for r in rows if r.key.startswith("container:") and r.values["name"] == "ssd-tetris-train-1"]
+    spec = CONTAINER_COLUMN_SPECS["gpu"]
+    shown = cell_text(spec, row.values["gpu"], "GiB", "", warn_rate=1e18, warn_color="red").text
+    assert shown == f"{training.device_gpu_bytes / 1024**3:.1f} GiB", shown  # not 0.0
 
 
 async def test_a_spark_has_no_second_bar_and_says_unified_memory() -> None:
