@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.load import wall_limit
 from tests.fixtures.memory_cgroup import CgroupUnavailable, MemoryCgroup
 
 HEADROOM = 24 * 1024**2  # the limit: what both use once running, plus this
@@ -224,8 +225,11 @@ def test_dashboard_and_guard_keep_going_in_a_squeezed_memory_cgroup(tmp_path: Pa
         assert dashboard.poll() is None, f"the dashboard died ({dashboard.returncode}): {summary}"
         assert guard.poll() is None, f"the guard died ({guard.returncode}): {summary}"
         assert hits > 0, f"the group was never at its limit: {summary}"
-        assert gap <= MAX_GAP_S, f"the dashboard drew nothing for {gap:.1f} s: {summary}"
-        assert guard_gap <= MAX_GAP_S, f"the guard did not tick for {guard_gap:.1f} s: {summary}"
+        # Stretched by the load per core (other work on the machine), never up to the squeeze's 10 s: a
+        # frozen dashboard or guard draws nothing for the rest of it.
+        most = wall_limit(MAX_GAP_S, defect=SQUEEZE_S)
+        assert gap <= most, f"the dashboard drew nothing for {gap:.1f} s: {summary}"
+        assert guard_gap <= most, f"the guard did not tick for {guard_gap:.1f} s: {summary}"
         assert victim is not None
         wait_for("the guard to stop the listed process", lambda: victim.poll() is not None, 10)
         assert victim.returncode == -signal.SIGTERM
