@@ -5,8 +5,6 @@ the internet never catches loopback. Real exporters, webhooks and proxies on loo
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -23,6 +21,7 @@ from sparktop.exporter.server import ExporterServer
 from sparktop.exporter.state import SamplingLoop
 from sparktop.guard.alerts import Alert, Alerts
 from sparktop.sources.demo import DemoSource
+from tests.fixtures.cli import run_main
 from tests.fixtures.http_servers import Canned, RecordingServer, json_route
 
 SPARKTOP = str(Path(sys.executable).with_name("sparktop"))
@@ -53,13 +52,14 @@ def test_the_cluster_view_reads_a_loopback_exporter_with_a_proxy_set(
     assert view.status == "up", view.reason
 
 
-def test_exporter_once_with_a_proxy_set_prints_the_node(exporter: str, tmp_path: Path) -> None:
+def test_exporter_once_with_a_proxy_set_prints_the_node(
+    exporter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`http_proxy=http://127.0.0.1:9 sparktop --exporter http://127.0.0.1:19877 --once` printed an 81-line
-    traceback, exit status 1."""
-    env = {**os.environ, "http_proxy": DEAD_PROXY, "HOME": str(tmp_path)}
-    done = subprocess.run(
-        [SPARKTOP, "--exporter", exporter, "--once"], env=env, capture_output=True, text=True, timeout=60
-    )
+    traceback, exit status 1. (main() in this process: the proxy is read from the environment per request.)"""
+    monkeypatch.setenv("http_proxy", DEAD_PROXY)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    done = run_main("--exporter", exporter, "--once")
     assert done.returncode == 0, done.stderr[-600:]
     assert "Traceback" not in done.stderr and done.stdout.startswith("pool")
 
