@@ -84,6 +84,7 @@ def running_gpu_loads(snap: Snapshot) -> tuple[GpuLoad, ...]:
         return ()
     util = running_utilisation(snap)
     holders = _consumer_names(snap)
+    count = max(1, len(holders))
     if holders:
         shown = ", ".join(name for name, _ in holders[:2])
         more = f" +{len(holders) - 2} more" if len(holders) > 2 else ""
@@ -91,10 +92,11 @@ def running_gpu_loads(snap: Snapshot) -> tuple[GpuLoad, ...]:
     else:
         label = "GPU work running now"
     if util is not None and util >= BUSY_PCT:
-        return (GpuLoad(label, "sustained", min(1.0, util / 100), RUNNING_GROUP),)
+        return (GpuLoad(label, "sustained", min(1.0, util / 100), RUNNING_GROUP, count=count),)
     if util is not None and util >= ACTIVE_PCT:
-        return (GpuLoad(label, "batch", util / 100, RUNNING_GROUP),)
+        return (GpuLoad(label, "batch", util / 100, RUNNING_GROUP, count=count),)
     if holders:
         heavy = holders[0][1] >= HEAVY_BYTES_PER_TOKEN
-        return (GpuLoad(label, "interactive", DEFAULT_DUTY["interactive"], RUNNING_GROUP, heavy=heavy),)
+        duty = DEFAULT_DUTY["interactive"]
+        return (GpuLoad(label, "interactive", duty, RUNNING_GROUP, heavy=heavy, count=count),)
     return ()

@@ -141,6 +141,7 @@ class GpuLoad:
     group: str
     bytes_per_token: float | None = None  # decoders only
     heavy: bool = False  # a big decoder (or a big interactive model of unknown shape)
+    count: int = 1  # the consumers it stands for (the GPU work running now may be several): the wording
 
 
 @dataclass
@@ -325,6 +326,13 @@ def compute_verdict(
             g = glist[0]
             if len(g.loads) > 1:
                 reasons.append(f"{g.label}: sequential stages, each gets all {sms} SMs during its turn")
+            elif g.loads[0].count > 1:
+                # Several consumers have nothing "to itself": they share the GPU, and the plan adds none.
+                busy = f"keep all {sms} SMs busy" if g.loads[0].gpu_use == "sustained" else f"share the {sms} SMs"
+                reasons.append(
+                    f"{g.label} {busy} between them and nothing planned joins them: keep other GPU work off "
+                    "while they run"
+                )
             elif g.loads[0].gpu_use == "sustained":
                 reasons.append(
                     f"{g.label} has all {sms} SMs to itself: keep other GPU work off while it runs"

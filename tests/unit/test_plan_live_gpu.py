@@ -208,3 +208,21 @@ def test_per_process_sm_use_where_the_device_figure_is_missing(catalog):
     (load,) = running_gpu_loads(snap)
     assert load.gpu_use == "sustained" and load.duty == pytest.approx(0.95)
     assert load.name == "running now (python3, vllm)"  # the busiest first, not the biggest
+
+
+def test_several_consumers_running_now_are_not_one_that_has_the_sms_to_itself(catalog):
+    """Five GPU consumers running beside an empty plan: "running now (a, b +3 more) has all 48 SMs to itself"
+    said one thing had the GPU alone (issue 32, Rough)."""
+    names = ["trainer", "ollama", "whisper", "tts", "omni"]
+    procs = [GpuProcess(pid=100 + i, used_bytes=int(2 * GB), sm_pct=20.0) for i in range(5)]
+    snap = spark(95.0, procs, [ProcessInfo(pid=100 + i, name=n, rss=1) for i, n in enumerate(names)])
+    ev = evaluate(Plan(catalog), Baseline.from_snapshot(snap))
+    reason = ev.compute.reason
+    assert ev.compute.verdict == OK and "+3 more" in reason, reason
+    assert "to itself" not in reason and "keep all 48 SMs busy between them" in reason, reason
+    # One consumer running alone still has them to itself.
+    busy = [GpuProcess(pid=100, used_bytes=int(2 * GB), sm_pct=95.0)]
+    alone = spark(95.0, busy, [ProcessInfo(pid=100, name="trainer", rss=1)])
+    assert "running now (trainer) has all 48 SMs to itself" in evaluate(
+        Plan(catalog), Baseline.from_snapshot(alone)
+    ).compute.reason
