@@ -12,7 +12,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from sparktop.cluster.node import CreepLine, NodeView
-from sparktop.core.format import fmt_bytes, fmt_duration, fmt_gb, fmt_rate, fmt_size
+from sparktop.core.format import fmt_bytes, fmt_duration, fmt_est, fmt_gb, fmt_rate, fmt_size
 
 REPORT_VERSION = 1  # of the JSON below; a field's meaning never changes within a version
 
@@ -55,7 +55,7 @@ def nodes_text(nodes: list[NodeView], description: str, left_out: int = 0, units
         for label, line in (("safe", node.safe_bytes), ("aggressive", node.max_bytes)):
             if line:
                 left = line - node.used
-                room = f"{fmt_bytes(left, units)} left" if left > 0 else "over it"
+                room = f"{fmt_est(left)} left" if left > 0 else "over it"  # in the line's unit
                 lines.append(f"  {label} {fmt_gb(line)}: {room}")
         lines.append(f"  pressure {(node.pressure or '?').upper()}")
         for gpu in node.gpus:

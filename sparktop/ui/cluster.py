@@ -31,7 +31,7 @@ from sparktop.analysis.lines import SPARK_POOL, LineChoice, Lines
 from sparktop.cluster.deadline import OneCall, Overdue
 from sparktop.cluster.node import MAX_NODES, ClusterError, ClusterSource, NodeView
 from sparktop.cluster.report import creep_reaches
-from sparktop.core.format import fmt_bytes, fmt_gb, fmt_rate, fmt_size, unit_size
+from sparktop.core.format import fmt_bytes, fmt_est, fmt_gb, fmt_rate, fmt_size, unit_size
 from sparktop.core.safe_text import error_line
 from sparktop.core.safe_text import visible as plain
 from sparktop.exporter.state import stale_after_s
@@ -108,7 +108,7 @@ def card_text(node: NodeView, width: int, units: str, palette: Palette) -> Text:
     for name, line in (("safe", node.safe_bytes), ("aggressive", node.max_bytes)):
         if line:
             left = line - node.used
-            room = f"{fmt_bytes(left, units)} left" if left > 0 else "over it"
+            room = f"{fmt_est(left)} left" if left > 0 else "over it"  # in the line's unit
             body.append(f"{name} {fmt_gb(line)}: {room}\n", "dim" if left > 0 else f"bold {palette.warn}")
     level = node.pressure or "?"
     body.append("pressure ")

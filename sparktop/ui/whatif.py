@@ -360,8 +360,9 @@ class WhatIfPane(Vertical):
         from sparktop.core.format import fmt_est, fmt_size
 
         # The planner speaks GB (its lines and verdicts); the dashboard the user's unit: both, so "25.3 GB"
-        # here and "23.5 GiB" on the bar read as the same pool.
-        pool = f"pool {fmt_est(baseline.pool)}"
+        # here and "23.5 GiB" on the bar read as the same pool. To one decimal, as the verdict's "of 130.7
+        # GB" and the bar's title give it ("pool 131 GB" beside "of 130.7 GB" read as two pools).
+        pool = f"pool {fmt_size(baseline.pool, 'GB')}"
         if units != "GB":
             pool += f" = {fmt_size(baseline.pool, units)}"
         if baseline.source == "live":

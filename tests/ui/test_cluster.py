@@ -180,3 +180,17 @@ def test_the_card_and_the_report_say_the_same_of_a_creep(
     assert card[-1] == f"▲ train (42) +60 MiB/min {said}".rstrip()
     report = nodes_text([node], "exporters").splitlines()
     assert report[-1] == f"  creep  train (42) +60 MiB/min {said}".rstrip()
+
+
+def test_the_room_to_a_line_is_in_the_lines_unit() -> None:
+    """"safe 80 GB: 18.6 GiB left" mixed two units in one phrase (issue 32, Rough): the room to a line is
+    in decimal GB, as the line is, on the card and in the report."""
+    node = NodeView(
+        "spark-a:9877", "up", host="spark-a", total=120 * GB, used=60 * GB, pressure="ok",
+        safe_bytes=80 * GB, max_bytes=100 * GB,
+    )  # fmt: skip
+    palette = load_themes()[0][DEFAULT_THEME].palette
+    card = card_text(node, 60, "GiB", palette).plain
+    report = nodes_text([node], "exporters")
+    for text in (card, report):
+        assert "safe 80 GB: 20.0 GB left" in text and "aggressive 100 GB: 40.0 GB left" in text, text

@@ -4,6 +4,7 @@ parameter in the form, switch the baseline, save and load plan files. The catalo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,13 @@ from textual.widgets import Input, Label, OptionList, Select, Static, Switch, Ta
 
 from sparktop.plan import Plan, dumps_plan
 from sparktop.plan.verdict import FITS, TIGHT
+from sparktop.settings.config import Config
 from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.fixtures.snapshots import snapshot, spark_gpu
-from tests.ui.demo_app import edit_selected, open_whatif, screen_text
+from tests.ui.demo_app import edit_selected, make_app, open_whatif, screen_text, show_whatif
 
 pytestmark = pytest.mark.usefixtures("private_home")  # tests/conftest.py
 
@@ -454,3 +456,22 @@ async def test_the_catalog_and_plan_borders_show_in_a_browser_too() -> None:
                     list_id,
                     color,
                 )
+
+
+@pytest.mark.parametrize("units", ["GB", "GiB"])
+async def test_the_head_gives_the_pool_as_the_verdict_and_the_bar_do(units: str) -> None:
+    """"pool 131 GB" in the head beside "of 130.7 GB" in the verdict and on the bar read as two pools
+    (issue 32, Rough): one figure for the pool on the screen."""
+    app = make_app(warmup=5, config=Config(units=units))
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = await show_whatif(app, pilot)
+        await pilot.pause()  # an empty plan: the verdict names the pool ("FITS 79.0 GB of 130.7 GB")
+        head = str(pane.query_one("#whatif-head", Static).render())
+        assert pane.evaluation is not None
+        verdict = pane.evaluation.fit.reason
+        title = str(pane.query_one("#whatif-bar", BudgetBar).render_line(0).text)
+    (in_head,) = re.findall(r"\(pool (\d+(?:\.\d+)?) GB", head)
+    (in_verdict,) = re.findall(r"GB of (\d+(?:\.\d+)?) GB", verdict)
+    assert in_head == in_verdict, (head, verdict)
+    if units == "GB":
+        assert f"of {in_head} GB" in title, title

@@ -37,10 +37,35 @@ def test_title_says_how_far_the_safe_line_is_only_when_the_pool_reaches_it():
     bar = BudgetBar()
     acct = accounting(10 * GIB)
     title = bar._title(acct.used, POOL, 80 * GB, 100 * GB, "GiB", PALETTE, 120).plain
-    assert title.endswith(f"● under safe 80 GB: {fmt_bytes(80 * GB - acct.used)} to go")
+    assert title.endswith(f"● under safe 80 GB: {(80 * GB - acct.used) / GB:.1f} GB to go")
     small_pool = 24 * GIB  # a machine smaller than the safe line
     title = bar._title(acct.used, small_pool, 80 * GB, 100 * GB, "GiB", PALETTE, 120).plain
     assert title.endswith("● under safe 80 GB (above the pool)") and "to go" not in title
+
+
+def test_the_state_phrase_keeps_one_unit():
+    """The lines are in decimal GB, so the amount beside one is too: "OVER AGGRESSIVE 19.7 GB by 118.1 GiB"
+    and "under safe 15.8 GB: 13.1 GiB to go" mixed two units in one phrase (issue 32, Rough)."""
+    bar = BudgetBar()
+    small = 24 * GIB  # lines scaled to a small pool
+    over = bar._title(int(22 * GIB), small, int(15.8 * GB), int(19.7 * GB), "GiB", PALETTE, 120).plain
+    assert over.rstrip().endswith("■ OVER AGGRESSIVE 19.7 GB by 3.92 GB"), over
+    under = bar._title(int(2.5 * GB), small, int(15.8 * GB), int(19.7 * GB), "GiB", PALETTE, 120).plain
+    assert under.endswith("● under safe 15.8 GB: 13.3 GB to go"), under
+    assert "GiB" not in over.split("■")[1] and "GiB" not in under.split("●")[1]
+
+
+def test_over_aggressive_keeps_its_amount_in_an_80_column_terminal():
+    """At 80x24 the long title left room for "■ OVER AGGRESSIVE" alone: how far over is the figure that
+    says what to free, so the short title gives way to it."""
+    bar = BudgetBar()
+    pool = int(121.7 * GIB)
+    title = bar._title(int(126.5 * GB), pool, 80 * GB, 100 * GB, "GiB", PALETTE, 78).plain
+    assert title.rstrip().endswith("■ OVER AGGRESSIVE 100 GB by 26.5 GB"), title
+    assert len(title) <= 78
+    # Where it has the room, the long title stays.
+    wide = bar._title(int(126.5 * GB), pool, 80 * GB, 100 * GB, "GiB", PALETTE, 120).plain
+    assert wide.startswith("Memory pool ") and "by 26.5 GB" in wide
 
 
 def test_segments_cover_the_pool_in_order():

@@ -13,7 +13,7 @@ from textual.color import Color
 from textual.geometry import Size
 from textual.reactive import reactive
 
-from sparktop.core.format import fmt_bytes, fmt_gb, fmt_size
+from sparktop.core.format import fmt_bytes, fmt_est, fmt_gb, fmt_size
 from sparktop.core.snapshot import GB, Accounting, Consumer
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.redraw import LineDiffWidget
@@ -226,7 +226,8 @@ class BudgetBar(LineDiffWidget):
             # "74 GiB to go" on a 24 GiB machine would promise room that is not there.
             room = " (above the pool)"
             if safe_bytes < total:
-                room = f": {fmt_bytes(safe_bytes - used, units)} to go"
+                # In the line's own unit: "15.8 GB: 13.1 GiB to go" mixed two in one phrase.
+                room = f": {fmt_est(safe_bytes - used)} to go"
             wordings = [f"● under safe {safe}{room}", f"● under safe {safe}", "● under safe"]
         elif state is BarState.BETWEEN:
             style = f"bold {palette.warn}"
@@ -238,15 +239,20 @@ class BudgetBar(LineDiffWidget):
         else:
             style = f"bold reverse {palette.critical}"
             wordings = [
-                f" ■ OVER AGGRESSIVE {aggressive} by {fmt_bytes(used - max_bytes, units)} ",
+                f" ■ OVER AGGRESSIVE {aggressive} by {fmt_est(used - max_bytes)} ",
                 f" ■ OVER AGGRESSIVE {aggressive} ",
                 " ■ OVER AGGRESSIVE ",
             ]
-        for title in (long_title, short_title):
-            for words in wordings:
-                gap = width - title.cell_len - len(words)
-                if gap >= 2:
-                    return Text.assemble(title, " " * gap, Text(words, style=style))
+        # Over the aggressive line, how far over matters more than the long title: "OVER AGGRESSIVE 100 GB
+        # by 26.5 GB" with the short title before the long title with the state alone.
+        if state is BarState.OVER_AGGRESSIVE:
+            tries = [(title, words) for words in wordings for title in (long_title, short_title)]
+        else:
+            tries = [(title, words) for title in (long_title, short_title) for words in wordings]
+        for title, words in tries:
+            gap = width - title.cell_len - len(words)
+            if gap >= 2:
+                return Text.assemble(title, " " * gap, Text(words, style=style))
         words = wordings[-1]
         return Text.assemble(short_title[: max(0, width - len(words) - 1)], " ", Text(words, style=style))
 
