@@ -19,6 +19,8 @@ class ColumnSpec:
     label: str
     kind: str = "text"  # "text" | "bytes" | "rate" | "number" | "percent"
     max_width: int | None = None  # longer text is cut with "…"
+    # Kept in a narrow terminal, where the other columns go (rightmost first) rather than be cut in half.
+    essential: bool = False
 
     @property
     def numeric(self) -> bool:
@@ -28,16 +30,16 @@ class ColumnSpec:
 CONTAINER_COLUMN_SPECS: dict[str, ColumnSpec] = {
     c.key: c
     for c in (
-        ColumnSpec("name", "container", max_width=32),
+        ColumnSpec("name", "container", max_width=32, essential=True),
         ColumnSpec("project", "project"),
         ColumnSpec("service", "service"),
         ColumnSpec("status", "status"),
         ColumnSpec("image", "image", max_width=32),
         ColumnSpec("id", "id"),
-        ColumnSpec("cpu", "CPU", "bytes"),  # each cell names its unit, as btop does
-        ColumnSpec("gpu", "GPU", "bytes"),
+        ColumnSpec("cpu", "CPU", "bytes", essential=True),  # each cell names its unit, as btop does
+        ColumnSpec("gpu", "GPU", "bytes", essential=True),
         ColumnSpec(SM_COLUMN, "sm", "percent"),
-        ColumnSpec("total", "total", "bytes"),
+        ColumnSpec("total", "total", "bytes", essential=True),
         ColumnSpec("trend", "trend", "rate"),
         ColumnSpec("pss", "PSS", "bytes"),
         ColumnSpec("anon", "anon", "bytes"),
@@ -51,16 +53,16 @@ CONTAINER_COLUMN_SPECS: dict[str, ColumnSpec] = {
 PROCESS_COLUMN_SPECS: dict[str, ColumnSpec] = {
     c.key: c
     for c in (
-        ColumnSpec("pid", "PID", "number"),
-        ColumnSpec("name", "process", max_width=16),
+        ColumnSpec("pid", "PID", "number", essential=True),
+        ColumnSpec("name", "process", max_width=16, essential=True),
         ColumnSpec("container", "container", max_width=18),
         ColumnSpec("user", "user"),
         ColumnSpec("cpu_pct", "CPU", "percent"),
-        ColumnSpec("rss", "RSS", "bytes"),
+        ColumnSpec("rss", "RSS", "bytes", essential=True),
         ColumnSpec("pss", "PSS", "bytes"),
-        ColumnSpec("gpu", "GPU", "bytes"),
+        ColumnSpec("gpu", "GPU", "bytes", essential=True),
         ColumnSpec(SM_COLUMN, "sm", "percent"),
-        ColumnSpec("total", "total", "bytes"),
+        ColumnSpec("total", "total", "bytes", essential=True),
         ColumnSpec("trend", "trend", "rate"),
         ColumnSpec("command", "command", max_width=72),
     )

@@ -3,6 +3,7 @@ containers) left out until `a` asks for them."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.execing import wrapper_that_execs
 from tests.fixtures.sources import NoDocker, NoGpu
-from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app
+from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app, screen_text
 
 MIB = 1024**2
 
@@ -256,3 +257,37 @@ async def test_a_filter_that_matches_nothing_says_so() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not note.display
+
+
+@pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("tab", ["2", "3"], ids=["containers", "processes"])
+async def test_a_narrow_terminal_shows_whole_columns_with_the_total(size: tuple[int, int], tab: str) -> None:
+    """At 60x18 the Processes table was cut in its total column ("tot", "36"), and at 60 the Containers table
+    showed names and no size (issue 32, Rough): the text columns give up width (with "…") and the columns
+    that still do not fit go whole, so every column shown fits and the memory columns stay."""
+    app = make_app(warmup=SEVEN_MINUTES)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(tab)
+        await pilot.pause()
+        table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
+        widths = sum(column.get_render_width(table) for column in table.columns.values())
+        assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (widths, table.size)
+        essentials = ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
+        assert all(key in table.column_keys for key in essentials), table.column_keys
+        screen = screen_text(app)
+        assert "total ▼" in screen, screen
+        totals = column_cells(table, "total")
+        assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), totals
+        # A name cut to its column says so with "…", and the whole name is still what the row holds.
+        names = column_cells(table, "name")
+        name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
+        assert all(len(n) <= 32 for n in names) and name_width >= 8
+    # Back at 120 columns every configured column is there again.
+    app = make_app(warmup=SEVEN_MINUTES)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(tab)
+        await pilot.pause()
+        await pilot.resize_terminal(200, 60)
+        await pilot.pause()
+        table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
+        assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden]

@@ -24,6 +24,15 @@ from sparktop.ui.widgets.datatable_cache import ContentCachedDataTable
 
 T = TypeVar("T")
 
+# In a narrow terminal a text column gives up width down to this (or its label's width), with "…", and
+# columns that still do not fit go whole, rightmost first: a column cut in half ("tot", "36") reads as data.
+MIN_TEXT_WIDTH = 8
+# A long text column at the end (the command line) is worth showing from this width on.
+MIN_LAST_WIDTH = 12
+# The widest cell of each kind, to decide which columns fit before their cells exist: `123.4 GiB`,
+# `+123.4 GiB`, `100`, a PID.
+KIND_WIDTH = {"bytes": 9, "rate": 10, "percent": 3, "number": 7}
+
 
 class Cell(Text):
     """A table cell that remembers the raw value it shows, for sorting (and, in a server's group of rows,
@@ -33,7 +42,8 @@ class Cell(Text):
     child: bool = False
 
     def __init__(self, text: str, sort_value: Any, style: str = "", justify: Any = None) -> None:
-        super().__init__(text, style=style, justify=justify)
+        # Cut with "…" where a narrow terminal narrows its column, never wrapped onto a line not shown.
+        super().__init__(text, style=style, justify=justify, no_wrap=True, overflow="ellipsis")
         self.sort_value = sort_value
 
 
@@ -83,6 +93,7 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         self.specs = specs
         self.configured_keys = [c for c in columns if c in specs]  # as the config lists them
         self.hidden = set(hidden)  # columns this machine cannot fill (see `set_hidden`)
+        self.narrow_hidden: set[str] = set()  # columns the terminal has no room for (see `_columns_for`)
         self.column_keys = [c for c in self.configured_keys if c not in self.hidden] or self.configured_keys
         self.sort_column = sort_column if sort_column in self.column_keys else self._first_numeric()
         self.sort_reverse = specs[self.sort_column].numeric
@@ -161,7 +172,15 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         if hidden == self.hidden:
             return
         self.hidden = set(hidden)
-        self.column_keys = [c for c in self.configured_keys if c not in hidden] or self.configured_keys
+        self._use_columns()
+
+    def _use_columns(self) -> None:
+        """Show the configured columns that are neither hidden nor without room; a change rebuilds them."""
+        shown = [c for c in self.configured_keys if c not in self.hidden]
+        keys = [c for c in shown if c not in self.narrow_hidden] or shown or self.configured_keys
+        if keys == self.column_keys:
+            return
+        self.column_keys = keys
         if self.sort_column not in self.column_keys:
             self.sort_column = self._first_numeric()
             self.sort_reverse = self.specs[self.sort_column].numeric
@@ -172,6 +191,38 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         for key in self.column_keys:
             self.add_column(self._header(key), key=key)
         self._sync(force=True)
+
+    def _room(self) -> int:
+        """The cells the columns may take: the table's width less its vertical scrollbar (reserved, so the
+        columns do not change as rows come and go)."""
+        return self.size.width - self.styles.scrollbar_size_vertical
+
+    def _label_width(self, key: str) -> int:
+        return max(cell_len(line) for line in self._header(key).split("\n"))
+
+    def _columns_for(self, room: int) -> set[str]:
+        """The columns to leave out at `room` cells: those that are not essential (nor the sort column),
+        rightmost first, until the rest fit with their text narrowed as far as it goes."""
+        keys = [c for c in self.configured_keys if c not in self.hidden]
+        if room <= 0 or not keys:
+            return set()
+        pad = 2 * self.cell_padding
+
+        def least(key: str) -> int:
+            spec = self.specs[key]
+            if spec.numeric:
+                return max(self._label_width(key), KIND_WIDTH.get(spec.kind, 0)) + pad
+            floor = MIN_LAST_WIDTH if key == keys[-1] and spec.max_width else MIN_TEXT_WIDTH
+            return max(self._label_width(key), floor) + pad
+
+        need = {key: least(key) for key in keys}
+        dropped: set[str] = set()
+        for key in reversed(keys):
+            if sum(need[k] for k in keys if k not in dropped) <= room:
+                break
+            if not self.specs[key].essential and key != self.sort_column:
+                dropped.add(key)
+        return dropped
 
     def set_show_minor(self, show: bool) -> None:
         self.show_minor = show
@@ -297,22 +348,63 @@ class ConsumerTable(ContentCachedDataTable, Generic[T]):
         return grouped_sort_key(self.get_column(column) if column in self.columns else (), self.sort_reverse)
 
     def _fit_columns(self) -> None:
-        """Each column as wide as its widest cell or label, growing and shrinking. (DataTable's own
-        `update_width` re-measures the whole column on every shrinking cell: quadratic per tick.)"""
-        changed = False
+        """Each column as wide as its widest cell or label, growing and shrinking (DataTable's own
+        `update_width` re-measures the whole column on every shrinking cell: quadratic per tick); in a
+        terminal too narrow for them all, the text columns give up width, widest first."""
+        natural: dict[str, int] = {}
         for key, column in self.columns.items():
-            if not column.auto_width:
-                continue
             cells = self.get_column(key)
             label = max(cell_len(line) for line in column.label.plain.split("\n"))
-            width = max([label, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
-            if width != column.content_width:
-                column.content_width = width
+            natural[str(key.value)] = max([label, *(cell.cell_len for cell in cells)])  # type: ignore[union-attr]
+        caps = self._narrowed(natural)
+        changed = False
+        flexible = self._flexible_last()
+        for key, column in self.columns.items():
+            name = str(key.value)
+            if name == flexible and not column.auto_width:
+                continue  # _fit_last_column gives it the room left
+            if name in caps:
+                if column.auto_width or column.width != caps[name]:
+                    column.auto_width, column.width = False, caps[name]
+                    changed = True
+            elif not column.auto_width or natural[name] != column.content_width:
+                column.auto_width, column.content_width = True, natural[name]
                 changed = True
         if changed:
             self.mark_dimensions_changed()
+            self.refresh()
+
+    def _flexible_last(self) -> str | None:
+        """The long text column at the end that takes the width left (the command line), if there is one."""
+        if self.column_keys and self.specs[self.column_keys[-1]].max_width is not None:
+            return self.column_keys[-1]
+        return None
+
+    def _narrowed(self, natural: dict[str, int]) -> dict[str, int]:
+        """The widths the text columns are cut to so that the columns fit the table ({} when they fit)."""
+        room = self._room()
+        if room <= 0:
+            return {}
+        flexible = self._flexible_last()
+        pad = 2 * self.cell_padding
+        taken = sum(w + pad for k, w in natural.items() if k != flexible)
+        excess = taken + (MIN_LAST_WIDTH + pad if flexible in natural else 0) - room
+        widths = {k: w for k, w in natural.items() if k != flexible and not self.specs[k].numeric}
+        floors = {k: min(w, max(MIN_TEXT_WIDTH, self._label_width(k))) for k, w in widths.items()}
+        while excess > 0:
+            widest = max((k for k in widths if widths[k] > floors[k]), key=widths.__getitem__, default=None)
+            if widest is None:
+                break
+            widths[widest] -= 1
+            excess -= 1
+        return {k: w for k, w in widths.items() if w < natural[k]}
 
     def on_resize(self) -> None:
+        narrow_hidden = self._columns_for(self._room())
+        if narrow_hidden != self.narrow_hidden:
+            self.narrow_hidden = narrow_hidden
+            self._use_columns()
+        self._fit_columns()
         self._fit_last_column()
 
     def _fit_last_column(self) -> None:
