@@ -183,7 +183,7 @@ def test_the_card_and_the_report_say_the_same_of_a_creep(
 
 
 def test_the_room_to_a_line_is_in_the_lines_unit() -> None:
-    """"safe 80 GB: 18.6 GiB left" mixed two units in one phrase (issue 32, Rough): the room to a line is
+    """ "safe 80 GB: 18.6 GiB left" mixed two units in one phrase (issue 32, Rough): the room to a line is
     in decimal GB, as the line is, on the card and in the report."""
     node = NodeView(
         "spark-a:9877", "up", host="spark-a", total=120 * GB, used=60 * GB, pressure="ok",

@@ -17,6 +17,7 @@ from sparktop.session.session import Session
 from sparktop.sources.demo import DemoSource
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from sparktop.ui.widgets.history_chart import HistoryChart
+from tests.ui.demo_app import make_app, screen_text
 
 SAFE = 80 * GB
 AGGRESSIVE = 100 * GB
@@ -395,3 +396,17 @@ async def test_the_dashboard_start_draws_the_chart_once_at_its_laid_out_size(mon
         app.theme = "textual-light"
         await pilot.pause()
         assert len(sizes) > drawn
+
+
+async def test_a_short_chart_keeps_two_y_ticks_and_says_its_time_unit() -> None:
+    """At 60x18 under the critical banner the chart had one plot row and a lone "0" tick (issue 32, Rough):
+    a short chart drops its title and "minutes ago" for plot rows, and its x ticks name the unit."""
+    app = make_app(scenario="critical", warmup=5)
+    async with app.run_test(size=(60, 18)) as pilot:
+        await pilot.pause()
+        chart = app.query_one(HistoryChart)
+        assert chart.size.height < 9, chart.size  # short, as in a real 60x18 terminal
+        lines = screen_text(app).splitlines()
+    ticks = [m.group(1) for line in lines for m in re.finditer(r"(\d+)[├┤]", line)]
+    assert len(ticks) >= 2 and "0" in ticks and "100" in ticks, "\n".join(lines)
+    assert any(re.search(r"-1m\s.*now", line) for line in lines), "\n".join(lines)

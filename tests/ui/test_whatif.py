@@ -460,7 +460,7 @@ async def test_the_catalog_and_plan_borders_show_in_a_browser_too() -> None:
 
 @pytest.mark.parametrize("units", ["GB", "GiB"])
 async def test_the_head_gives_the_pool_as_the_verdict_and_the_bar_do(units: str) -> None:
-    """"pool 131 GB" in the head beside "of 130.7 GB" in the verdict and on the bar read as two pools
+    """ "pool 131 GB" in the head beside "of 130.7 GB" in the verdict and on the bar read as two pools
     (issue 32, Rough): one figure for the pool on the screen."""
     app = make_app(warmup=5, config=Config(units=units))
     async with app.run_test(size=(120, 36)) as pilot:

@@ -223,6 +223,7 @@ def test_several_consumers_running_now_are_not_one_that_has_the_sms_to_itself(ca
     # One consumer running alone still has them to itself.
     busy = [GpuProcess(pid=100, used_bytes=int(2 * GB), sm_pct=95.0)]
     alone = spark(95.0, busy, [ProcessInfo(pid=100, name="trainer", rss=1)])
-    assert "running now (trainer) has all 48 SMs to itself" in evaluate(
-        Plan(catalog), Baseline.from_snapshot(alone)
-    ).compute.reason
+    assert (
+        "running now (trainer) has all 48 SMs to itself"
+        in evaluate(Plan(catalog), Baseline.from_snapshot(alone)).compute.reason
+    )

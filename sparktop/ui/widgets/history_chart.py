@@ -16,6 +16,9 @@ from sparktop.ui.widgets.redraw import LineDiffWidget
 _LABEL_WIDTH = 22
 _NICE_STEPS = (0.25, 0.5, 1, 2, 5, 10, 15, 20, 25, 30, 50, 60, 100, 120, 180, 240, 360, 500, 1000)
 _HOURS_FROM_MIN = 120  # a span longer than this is drawn in hours
+# A chart this short draws no title and no "minutes ago" (the ticks name the unit: `-5m`): with them, a 60x18
+# terminal left one plot row and a lone "0" tick.
+_SHORT_ROWS = 9
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,8 @@ def _ticks(low: float, high: float, max_ticks: int) -> list[float]:
     return out
 
 
-def _x_label(x: float) -> str:
-    return "now" if x == 0 else f"{x:g}"
+def _x_label(x: float, unit: str = "") -> str:
+    return "now" if x == 0 else f"{x:g}{unit}"
 
 
 class HistoryChart(LineDiffWidget, PlotextPlot):
@@ -184,10 +187,12 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
             if nbytes > 0 and (a.pool_bytes <= 0 or nbytes < a.pool_bytes)
         ]
         top = max([a.pool_bytes, 1] + [nbytes for _name, nbytes in lines])
+        short = self._short()
         if not times:
-            plt.title(f"memory ({a.units}) — collecting…")
-            plt.xlabel("minutes ago")
-            self._axes(-(a.span_s or self.MIN_SPAN_S) / 60, top / unit * 1.05)
+            if not short:
+                plt.title(f"memory ({a.units}) — collecting…")
+                plt.xlabel("minutes ago")
+            self._axes(-(a.span_s or self.MIN_SPAN_S) / 60, top / unit * 1.05, "m" if short else "")
             self.refresh_changed()
             return
 
@@ -202,12 +207,14 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         times, columns = _downsample(times, columns, start, now, bins)
         span_min = span_s / 60
         per = 60.0 if span_min <= _HOURS_FROM_MIN else 3600.0
-        plt.xlabel("minutes ago" if per == 60 else "hours ago")
+        if not short:
+            plt.xlabel("minutes ago" if per == 60 else "hours ago")
         xs = [(t - now) / per for t in times]
         left = -span_min * 60 / per
         top = max([top] + [v for v in columns[""] if v is not None])
-        plt.title(f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)}")
-        self._axes(left, top / unit * 1.05)
+        if not short:
+            plt.title(f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)}")
+        self._axes(left, top / unit * 1.05, ("m" if per == 60 else "h") if short else "")
 
         line_colors = {"safe": self._var("warning", "orange"), "aggressive": self._var("error", "red")}
         for name, line in lines:
@@ -237,7 +244,7 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         marks = [(began - now) / per for began in history.throttle_starts() if began >= start]
         for x in marks:
             plt.vline(x, color=slowed_color)
-        if marks:
+        if marks and not short:
             title = f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)} · │ GPU slowed"
             if len(title) + 4 <= self.size.width:  # plotext drops a title wider than the plot
                 plt.title(title)
@@ -264,15 +271,19 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
     def _rows_above(self, y: float, y_top: float) -> int:
         """Plot rows above the row that height `y` is drawn on (all of them when `y` is 0): title, frame, tick
         labels and the x label take five of the widget's rows."""
-        rows = max(1, self.size.height - 5)
+        rows = max(1, self.size.height - (3 if self._short() else 5))
         return rows if y <= 0 or y_top <= 0 else round((rows - 1) * (1 - y / y_top))
 
-    def _axes(self, left: float, top: float) -> None:
+    def _short(self) -> bool:
+        return self.size.height < _SHORT_ROWS
+
+    def _axes(self, left: float, top: float, x_unit: str = "") -> None:
+        """The axes' ranges and ticks; `x_unit` ("m", "h") on each x tick where no x label says it."""
         plt = self.plt
         plt.xlim(left, 0)
         plt.ylim(0, top)
         xticks = _ticks(left, 0, max(2, self.size.width // 12))
-        plt.xticks(xticks, [_x_label(x) for x in xticks])
+        plt.xticks(xticks, [_x_label(x, x_unit) for x in xticks])
         yticks = _ticks(0, top, max(2, self.size.height // 4))
         plt.yticks(yticks, [f"{y:g}" for y in yticks])
 
