@@ -85,7 +85,13 @@ class WhatIfPane(Vertical):
     WhatIfPane #whatif-plan { height: auto; min-height: 5; max-height: 45%; }
     WhatIfPane #whatif-verdicts-box { height: 1fr; padding: 0 1; }
     WhatIfPane #whatif-verdicts { height: auto; }
+    /* A short terminal (60x18): no hint, a one-line legend, and the plan keeps three rows (45 % of what was
+       left gave it its borders alone). */
+    WhatIfPane.-cramped #whatif-hint { display: none; }
+    WhatIfPane.-cramped #whatif-plan { max-height: 5; }
     """
+
+    CRAMPED_ROWS = 18  # a pane shorter than this is drawn -cramped
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("b", "toggle_baseline", "Baseline"),
@@ -131,6 +137,14 @@ class WhatIfPane(Vertical):
                 yield PlanList(id="whatif-plan")
                 with VerticalScroll(id="whatif-verdicts-box"):
                     yield Static("", id="whatif-verdicts", markup=False)
+
+    def on_resize(self) -> None:
+        cramped = 0 < self.size.height < self.CRAMPED_ROWS
+        if cramped != self.has_class("-cramped"):
+            self.set_class(cramped, "-cramped")
+            self.query_one("#whatif-bar", BudgetBar).legend_lines = 1 if cramped else 2
+            if self.evaluation is not None or self.plan is not None:
+                self._update()
 
     def on_mount(self) -> None:
         bar = self.query_one("#whatif-bar", BudgetBar)

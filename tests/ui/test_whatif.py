@@ -475,3 +475,22 @@ async def test_the_head_gives_the_pool_as_the_verdict_and_the_bar_do(units: str)
     assert in_head == in_verdict, (head, verdict)
     if units == "GB":
         assert f"of {in_head} GB" in title, title
+
+
+async def test_the_plan_shows_its_rows_in_a_60x18_terminal() -> None:
+    """At 60x18 the plan list got 45 % of what was left: its borders and no row (issue 32, Rough). A short
+    pane drops the hint and folds the legend to one line, and the plan keeps three rows."""
+    app = make_app(warmup=5)
+    async with app.run_test(size=(60, 18)) as pilot:
+        pane = await show_whatif(app, pilot)
+        pane.add("llama3.1:8b")
+        pane.add("gemma2:27b")
+        await pilot.pause()
+        plan_list = pane.query_one("#whatif-plan", OptionList)
+        assert plan_list.scrollable_content_region.height >= 3, plan_list.size
+        text = screen_text(app)
+        assert "llama3.1:8b" in text and "gemma2:27b" in text, text
+        # Back in a tall terminal the hint is there again.
+        await pilot.resize_terminal(120, 36)
+        await pilot.pause()
+        assert pane.query_one("#whatif-hint", Static).display
