@@ -97,3 +97,40 @@ def test_the_man_page_renders_and_documents_the_environment() -> None:
     assert done.returncode == 0, done.stderr
     for section in ("SYNOPSIS", "COMMAND 'sparktop guard'", "ENVIRONMENT", "NO_COLOR", "FILES"):
         assert section in done.stdout, section
+
+
+def test_completion_offers_the_values_options_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It offered no demo scenario, theme or workload (issue 32, Rough): the values each takes are in the
+    script, for every command that has the option."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    themes = tmp_path / "config" / "sparktop" / "themes"
+    themes.mkdir(parents=True)
+    dark = (ROOT / "themes" / "sparktop-dark.toml").read_text()
+    (themes / "mine.toml").write_text(dark.replace('name = "sparktop-dark"', 'name = "mine-own"'))
+    script = tmp_path / "sparktop.bash"
+    script.write_text(completion("bash"))
+    assert bash_completes(script, ["sparktop", "--demo", "d"]) == {"default", "discrete"}
+    assert {"critical", "contention"} <= bash_completes(script, ["sparktop", "serve", "--demo", "c"])
+    assert bash_completes(script, ["sparktop", "--units", ""]) == {"GiB", "GB"}
+    assert {"sparktop-dark", "sparktop-light", "mine-own"} <= bash_completes(
+        script, ["sparktop", "--theme", ""]
+    )
+    assert {"qwen3:8b", "qwen3:32b"} <= bash_completes(script, ["sparktop", "plan", "qwen3:"])
+    for shell in ("zsh", "fish", "tcsh"):
+        text = completion(shell)
+        assert "discrete" in text and "sparktop-light" in text and "qwen3:8b" in text, shell
+
+
+def test_every_shell_offered_is_documented() -> None:
+    """`tcsh` was offered but neither the README nor `completion --help` said how to install it."""
+    from sparktop.commands.completion import SHELLS
+    from sparktop.commands.main import build_parser
+
+    parser = build_parser(["completion"])
+    described = parser.command_parsers["completion"].description or ""
+    readme = (ROOT / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if "sparktop completion bash" in line)
+    for shell in SHELLS:
+        assert f"{shell}:" in described, (shell, described)
+        assert shell in line, (shell, line)
