@@ -34,14 +34,13 @@ def option_values() -> dict[str, list[str]]:
     from sparktop.catalog import load_catalog
     from sparktop.collect.demo import DEMO_SCENARIOS
     from sparktop.settings.config import UNITS
-    from sparktop.ui.themes import load_themes
+    from sparktop.settings.theme import theme_names
 
-    themes, _errors = load_themes()
     catalog = load_catalog(discover=False)  # built in and the user's catalog: no disk scan for a script
     return {
         "demo": list(DEMO_SCENARIOS),
         "units": list(UNITS),
-        "theme": list(themes),
+        "theme": theme_names(),
         "workloads": sorted(catalog.entries),
     }
 

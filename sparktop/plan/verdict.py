@@ -328,8 +328,8 @@ def compute_verdict(
                 reasons.append(f"{g.label}: sequential stages, each gets all {sms} SMs during its turn")
             elif g.loads[0].count > 1:
                 # Several consumers have nothing "to itself": they share the GPU, and the plan adds none.
-                sustained = g.loads[0].gpu_use == "sustained"
-                busy = f"keep all {sms} SMs busy" if sustained else f"share the {sms} SMs"
+                all_busy = g.loads[0].gpu_use == "sustained"
+                busy = f"keep all {sms} SMs busy" if all_busy else f"share the {sms} SMs"
                 reasons.append(
                     f"{g.label} {busy} between them and nothing planned joins them: keep other GPU work off "
                     "while they run"

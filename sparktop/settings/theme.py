@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
@@ -29,7 +31,14 @@ from pydantic import (
     field_validator,
 )
 
-from sparktop.settings.files import KeyLines, SettingsError, parse_toml, problems_from
+from sparktop.settings.files import (
+    KeyLines,
+    SettingsError,
+    parse_toml,
+    problems_from,
+    read_text,
+    user_theme_dir,
+)
 
 THEME_COLORS = ("primary", "secondary", "accent", "warning", "error", "success",
                 "foreground", "background", "surface", "panel", "boost")  # fmt: skip
@@ -129,4 +138,45 @@ def read_theme(text: str, source: str, checks: ThemeChecks) -> ThemeFile:
         raise problem from None
 
 
-__all__ = ["PALETTE_KEYS", "THEME_COLORS", "SettingsError", "ThemeChecks", "ThemeFile", "read_theme"]
+def builtin_theme_files() -> list[tuple[str, str]]:
+    """(display path, text) of the shipped themes: the installed package data, else the repo's themes/."""
+    out: list[tuple[str, str]] = []
+    try:
+        folder = resources.files("sparktop.themes")
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".toml"):
+                out.append((f"themes/{entry.name}", entry.read_text(encoding="utf-8")))
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, TypeError):
+        pass
+    if out:
+        return out
+    repo = Path(__file__).resolve().parents[2] / "themes"
+    return [(f"themes/{p.name}", p.read_text(encoding="utf-8")) for p in sorted(repo.glob("*.toml"))]
+
+
+def theme_names(user_dir: Path | None = None) -> list[str]:
+    """The names the shipped and the user's theme files give themselves, sorted, without Textual (shell
+    completion offers them; the dashboard still checks each file whole when it loads it)."""
+    sources = builtin_theme_files()
+    folder = user_dir if user_dir is not None else user_theme_dir()
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                sources.append((str(path), read_text(path)))
+            except SettingsError:
+                continue
+    names: set[str] = set()
+    for source, text in sources:
+        try:
+            name = parse_toml(text, source).get("name")
+        except SettingsError:
+            continue
+        if isinstance(name, str) and name.strip():
+            names.add(name)
+    return sorted(names)
+
+
+__all__ = [
+    "PALETTE_KEYS", "THEME_COLORS", "SettingsError", "ThemeChecks", "ThemeFile", "builtin_theme_files",
+    "read_theme", "theme_names",
+]  # fmt: skip

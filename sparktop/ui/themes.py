@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from importlib import resources
 from pathlib import Path
 
 from textual.color import Color, ColorParseError
@@ -26,7 +25,7 @@ from textual.css.styles import Styles
 from textual.theme import Theme
 
 from sparktop.settings.files import SettingsError, read_text, user_theme_dir
-from sparktop.settings.theme import PALETTE_KEYS, ThemeChecks, read_theme
+from sparktop.settings.theme import PALETTE_KEYS, ThemeChecks, builtin_theme_files, read_theme
 
 DEFAULT_THEME = "sparktop-dark"
 
@@ -142,28 +141,12 @@ def parse_theme(text: str, source: str) -> SparkTheme:
     return SparkTheme(theme=theme, palette=palette, source=source)
 
 
-def _builtin_files() -> list[tuple[str, str]]:
-    """(display path, text) of the shipped themes: the installed package data, else the repo's themes/."""
-    out: list[tuple[str, str]] = []
-    try:
-        folder = resources.files("sparktop.themes")
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(".toml"):
-                out.append((f"themes/{entry.name}", entry.read_text(encoding="utf-8")))
-    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, TypeError):
-        pass
-    if out:
-        return out
-    repo = Path(__file__).resolve().parents[2] / "themes"
-    return [(f"themes/{p.name}", p.read_text(encoding="utf-8")) for p in sorted(repo.glob("*.toml"))]
-
-
 def load_themes(user_dir: Path | None = None) -> tuple[dict[str, SparkTheme], list[str]]:
     """All valid themes by name, in name order (the order `t` cycles them and the command palette lists
     them; user files override shipped ones of the same name), and one message per file that was skipped."""
     themes: dict[str, SparkTheme] = {}
     errors: list[str] = []
-    sources = _builtin_files()
+    sources = builtin_theme_files()
     folder = user_dir if user_dir is not None else user_theme_dir()
     if folder.is_dir():
         for path in sorted(folder.glob("*.toml")):
