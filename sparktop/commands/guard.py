@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(opts: argparse.Namespace) -> int:
     from sparktop.commands.common import command_parser, lines_of, load_settings
-    from sparktop.guard.alerts import Alerts
+    from sparktop.guard.alerts import Alerts, is_terminal, stamp
     from sparktop.guard.blackbox import BlackBox
     from sparktop.guard.matching import match_rules, unmatchable
     from sparktop.guard.service import STATE_FILE, Guard
@@ -114,12 +115,12 @@ def run(opts: argparse.Namespace) -> int:
     # name containers, nothing running), instead of a policy that silently protects nothing.
     first = take_sample(source) if settings.armed else None
     missing = unmatchable(match_rules(settings.stop, first.snapshot)) if first and first.snapshot else None
-    print(
+    started_line = (
         f"sparktop guard: {settings.describe_policy()}{dry}"
         + (f"; cannot match now: {missing}" if missing else "")
-        + f"; {source.name} source; black box {box.directory if box else 'off'}",
-        flush=True,
+        + f"; {source.name} source; black box {box.directory if box else 'off'}"
     )
+    print(stamp(started_line, time.time() if is_terminal(sys.stdout) else None), flush=True)
     interrupt_on_stop_signals(signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     if first is not None and first.snapshot is not None:
         runner.ingest(first.snapshot)

@@ -15,6 +15,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TextIO
@@ -36,8 +37,24 @@ class Alert:
     time: float
     readings: dict[str, float | int | str | None] = field(default_factory=dict)
 
-    def line(self) -> str:
-        return visible(f"sparktop guard: {self.kind}: {self.message}")
+    def line(self, stamped: bool = False) -> str:
+        """Its line; `stamped` starts it with the alert's local date and time (a terminal adds none, where
+        the journal does)."""
+        return stamp(visible(f"sparktop guard: {self.kind}: {self.message}"), self.time if stamped else None)
+
+
+def stamp(line: str, when: float | None) -> str:
+    """`line` after `2026-11-27 16:40:03 ` (local time) when `when` is given, else as it is."""
+    if when is None:
+        return line
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))} {line}"
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # closed, or not a real stream
+        return False
 
 
 class Alerts:
@@ -80,12 +97,14 @@ class Alerts:
             return
         self._said.add(line)
         self.errors.append(line)
-        print(visible(f"sparktop guard: {line}"), file=sys.stderr, flush=True)
+        when = time.time() if is_terminal(sys.stderr) else None
+        print(stamp(visible(f"sparktop guard: {line}"), when), file=sys.stderr, flush=True)
 
     def send(self, alert: Alert) -> None:
-        print(alert.line(), file=self.out, flush=True)
+        # Under systemd the journal times each line; in a terminal nothing would.
+        print(alert.line(stamped=is_terminal(self.out)), file=self.out, flush=True)
         if alert.kind in LOUD and self.out is not sys.stderr:
-            print(alert.line(), file=sys.stderr, flush=True)
+            print(alert.line(stamped=is_terminal(sys.stderr)), file=sys.stderr, flush=True)
         if self.journal is not None:
             level = logging.WARNING if alert.kind in ("warning", "action", "problem") else logging.INFO
             level = logging.ERROR if alert.kind in LOUD else level

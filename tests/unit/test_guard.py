@@ -322,3 +322,24 @@ def test_guard_reads_the_config_file_once(tmp_path: Path, monkeypatch) -> None:
     argv = ["guard", "--demo", "--duration", "0.2", "--interval", "0.1", "--no-blackbox"]
     assert main([*argv, "--config", str(path)]) == 0
     assert reads == [path]
+
+
+def test_guard_lines_in_a_terminal_carry_their_time() -> None:
+    """Under systemd the journal times each line; printed to a terminal they had no time at all (issue 32,
+    Rough). A terminal (a real pty here) gets the alert's local date and time; a pipe or file gets the line
+    as before, for the journal to stamp."""
+    import pty
+
+    from sparktop.guard.alerts import Alert
+
+    when = time.mktime((2026, 11, 27, 16, 40, 3, 0, 0, -1))
+    alert = Alert("warning", "pool exhausted in ~4 min", when)
+    leader, follower = pty.openpty()
+    with os.fdopen(follower, "w", encoding="utf-8", closefd=True) as terminal:
+        Alerts(journal=False, out=terminal).send(alert)
+        shown = os.read(leader, 4096).decode()
+    os.close(leader)
+    assert shown.strip() == "2026-11-27 16:40:03 sparktop guard: warning: pool exhausted in ~4 min", shown
+    piped = io.StringIO()
+    Alerts(journal=False, out=piped).send(alert)
+    assert piped.getvalue() == "sparktop guard: warning: pool exhausted in ~4 min\n"
