@@ -231,6 +231,7 @@ def summarize(snapshot: Snapshot, units: str = "GiB") -> str:
         lines.append(f"  {'unattributed (kernel, driver, cache)':40} {unattributed:>14}")
     lines.extend(f"slower {line}" for line in slowdown_lines(snapshot))
     lines.extend(f"error  {err}" for err in snapshot.errors)
+    lines.extend(f"note   {note}" for note in snapshot.notes)
     return "\n".join(lines)
 
 

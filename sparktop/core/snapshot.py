@@ -409,6 +409,9 @@ class Snapshot(_Model):
     services: list[ServiceReport] = Field(default_factory=list)
     # One readable line per problem met this tick (unreadable file, engine gone, ...). Never fatal.
     errors: list[VisibleStr] = Field(default_factory=list)
+    # What a reader should know that is no problem (a recording made from the dashboard's history keeps no
+    # processes): shown as a note, never counted with the errors.
+    notes: list[VisibleStr] = Field(default_factory=list)
 
 
 def snapshot_json_schema() -> dict[str, object]:

@@ -4,7 +4,8 @@ snapshot per point, oldest first, in the format `sparktop record` writes.
 
 A point holds what the history keeps and no more: the time, the pool's used bytes (against the pool total of
 the latest snapshot) and each consumer's total with its label (as its CPU side: the history does not keep
-the CPU/GPU split); no process list, containers or GPU readings, which each snapshot says in `errors`.
+the CPU/GPU split); no process list, containers or GPU readings, which each snapshot says in `notes` (a
+note: nothing went wrong).
 
 It holds process names, so the file is created 0600 in a 0700 directory, never through a symlink and never
 over an existing file (sparktop/core/private_files.py).
@@ -59,7 +60,7 @@ def history_snapshots(history: History, latest: Snapshot | None = None) -> list[
                 memory=HostMemory(total=max(total, u), available=max(0, total - u), free=max(0, total - u)),
                 gpu=GpuReport(available=False, reason="not kept in the dashboard's history"),
                 accounting=Accounting(used=u, consumers=consumers, unattributed=unattributed[i] or 0),
-                errors=[WHAT_IS_MISSING],
+                notes=[WHAT_IS_MISSING],
             )
         )
     return out

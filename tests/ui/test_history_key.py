@@ -10,9 +10,12 @@ import pytest
 
 from sparktop.commands.main import main
 from sparktop.core.snapshot import Snapshot
+from sparktop.session.history_export import WHAT_IS_MISSING
+from sparktop.settings.config import Config
 from sparktop.settings.files import state_dir
 from sparktop.sources.replay import ReplayEnded, ReplaySource
-from tests.ui.demo_app import make_app
+from sparktop.ui.app import SparktopApp
+from tests.ui.demo_app import make_app, status_text
 
 
 async def test_b_writes_a_recording_that_replays(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,3 +47,27 @@ async def test_b_writes_a_recording_that_replays(capsys: pytest.CaptureFixture[s
     shown = Snapshot.model_validate(json.loads(capsys.readouterr().out))
     # --replay --once prints the recording's last snapshot (what a post-mortem wants)
     assert shown.memory.used == used[-1] and shown.accounting is not None and shown.accounting.consumers
+
+
+async def test_b_file_replays_with_a_note_not_a_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    """Its replay said "⚠ 1 problem: written by the dashboard's B key…" (issue 32, Rough): what the file
+    leaves out is a note, shown as one, and counted with no error (serve's sparktop_collect_errors)."""
+    app = make_app(warmup=10)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.refresh_once()
+        await pilot.press("B")
+        await pilot.pause()
+    (path,) = sorted(Path(state_dir()).glob("history-*.jsonl"))
+    replay = SparktopApp(ReplaySource(path), Config(), auto_refresh=False, clock=lambda: 0.0)
+    async with replay.run_test(size=(200, 36)) as pilot:
+        await replay.refresh_once()
+        await pilot.pause()
+        status = status_text(replay)
+        latest = replay.session.latest
+    assert "problem" not in status and "⚠" not in status, status
+    assert "note: written by the dashboard's B key" in status, status
+    assert latest is not None and latest.errors == [] and latest.notes == [WHAT_IS_MISSING]
+    capsys.readouterr()
+    assert main(["--replay", str(path), "--once"]) == 0
+    out = capsys.readouterr().out
+    assert "note   written by the dashboard's B key" in out and "error" not in out, out

@@ -96,6 +96,8 @@ class StatusLine(Widget):
                     style="italic",
                 )
             )
+        elif snapshot is not None and snapshot.notes:
+            notices.append(Text(f"note: {snapshot.notes[0]}", style="dim italic"))
         if snapshot is not None and not snapshot.docker.available and snapshot.docker.reason:
             notices.append(Text(f"docker: {snapshot.docker.reason}", style="dim italic"))
         if text == self._head and notices == self._notices:
