@@ -326,6 +326,10 @@ class SparktopApp(PlainToastApp):
                 self.paused = paused
             if self._on_first_frame is not None:  # --start: the first frame is the seek's
                 self.call_after_refresh(self._first_frame_done)
+            if self._timer is not None:
+                # Where the seek went stays a whole tick: a tick due just after it played on at once, so
+                # Home showed 0:02 at 2x, never the start.
+                self._timer.reset()
         self.dashboard.update_status()
         self._seek_if_wanted()
 

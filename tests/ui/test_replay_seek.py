@@ -241,3 +241,24 @@ async def test_a_time_that_is_not_a_number_is_played_past(
         assert "1:00 / 1:50" in status
         assert "1 problem in the source: hostile.jsonl line 4: not a snapshot (timestamp:" in status
         assert T0 + 30 not in app.session.history.times()
+
+
+async def test_home_shows_the_start_for_a_whole_tick(tmp_path: Path, snapshots: list[Snapshot]) -> None:
+    """Home went to the start and the tick due next played on at once, so a user saw 0:02 at 2x, never 0:00
+    (issue 32, Rough): the tick after a seek comes a whole interval after it. Timed on the real timer: Home is
+    pressed 2.4 s into a 3 s tick, and the start must still be on show a second later."""
+    path = tmp_path / "run.jsonl"
+    write_recording(path, demo_snapshots(30, 1.0))
+    app = SparktopApp(ReplaySource(path), Config(interval=3.0), auto_refresh=True, clock=lambda: 0.0)
+    async with app.run_test(size=(160, 36)) as pilot:
+        for _ in range(400):  # until the first tick after the start lands: its moment is known
+            await pilot.pause(0.025)
+            if "0:01 / 0:29" in status_text(app):
+                break
+        assert "0:01 / 0:29" in status_text(app), status_text(app)
+        await pilot.pause(2.4)
+        await pilot.press("home")
+        await settle(app, pilot)
+        assert "0:00 / 0:29" in status_text(app)
+        await pilot.pause(1.0)  # past the moment the old tick was due
+        assert "0:00 / 0:29" in status_text(app), status_text(app)
