@@ -82,7 +82,7 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--machine",
         choices=("here", "spark"),
-        default="here",
+        default=None,  # here, unless a plan file names its baseline
         help="spark: plan for an empty DGX Spark (128 GB, 48 SMs) instead of this machine (implies --clean)",
     )
     parser.add_argument(
@@ -357,22 +357,26 @@ def run_plan(args: argparse.Namespace, baseline_provider: Callable[[], Snapshot]
     if not len(plan):
         return _fail("nothing to plan: name workloads (see --list) or give --file PLAN.toml", as_json)
 
+    # A plan file's own baseline (the What-if tab saves its `b`) unless the command line names one.
+    machine, clean = getattr(args, "machine", None), bool(args.clean)
+    if machine is None and not clean and plan.baseline is not None:
+        machine, clean = ("spark" if plan.baseline == "spark" else "here"), plan.baseline == "clean"
     baseline: Baseline
     fallback_note = None
     snap = None
-    if getattr(args, "machine", "here") == "spark":
+    if machine == "spark":
         baseline = Baseline.clean()
     else:
         # --clean is this machine empty (its pool, GPU and SM count), as `b` in the What-if tab: it reads
         # the machine too, and leaves out only what runs on it now.
         try:
             snap = baseline_provider() if baseline_provider else _live_snapshot(config)
-            baseline = Baseline.clean_of(snap) if args.clean else Baseline.from_snapshot(snap)
+            baseline = Baseline.clean_of(snap) if clean else Baseline.from_snapshot(snap)
         except Exception as exc:
             fallback_note = f"live baseline unavailable ({exc}): planned for an empty DGX Spark"
             say("sparktop plan", fallback_note)
             baseline = Baseline.clean()
-        if args.clean:
+        if clean:
             snap = None  # what runs now is not part of a clean plan
 
     ev = evaluate(plan, baseline, safe, aggressive, facts=_facts(snap, use_measured=not args.estimate))

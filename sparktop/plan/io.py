@@ -1,5 +1,7 @@
 """Plan files: TOML, one [[workload]] table per item, the same file the What-if tab saves.
 
+    baseline = "clean"         # optional: live (what runs now), clean (this machine empty) or spark
+
     [[workload]]
     name = "llama3.1:70b"      # a catalog entry; keys below override its parameters
     context = 32768
@@ -29,7 +31,7 @@ from sparktop.plan.catalog.lookup import Catalog
 from sparktop.plan.catalog.params import PARAMS
 from sparktop.plan.items import Plan, PlanError
 from sparktop.settings.files import SettingsError, read_text
-from sparktop.settings.plan import read_plan_tables
+from sparktop.settings.plan import read_plan_file
 
 HEADER = "# sparktop what-if plan: `sparktop plan --file THIS.toml` evaluates it; sizes in GB (1e9 bytes)\n"
 
@@ -39,10 +41,12 @@ def loads_plan(text: str, catalog: Catalog, source: str = "<plan>") -> Plan:
     problem, with every problem in the file in its `problems`, in line order (a user fixes them all at once,
     not one run each)."""
     try:
-        tables, lines = read_plan_tables(text, source)
+        shape, lines = read_plan_file(text, source)
     except SettingsError as exc:
         raise PlanError(exc.message, field=exc.key, line=exc.line, source=source) from None
+    tables = [(lines.line(("workload", i)), table) for i, table in enumerate(shape.workload)]
     plan = Plan(catalog)
+    plan.baseline = shape.baseline
     problems: list[PlanError] = []
     for i, (start, raw) in enumerate(tables):
         params = dict(raw)
@@ -109,6 +113,8 @@ def _memory_value(t: tuple[float, float, float]) -> Any:
 def dumps_plan(plan: Plan) -> str:
     order = [p.key for p in PARAMS]
     out = [HEADER]
+    if plan.baseline is not None:  # judged against the same baseline when read again (`plan --file`)
+        out.append(f"baseline = {_toml_value(plan.baseline)}\n")
     for item in plan.items:
         out.append("\n[[workload]]\n")
         if item.entry:

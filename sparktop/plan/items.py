@@ -159,6 +159,9 @@ class Plan:
     def __init__(self, catalog: Catalog, items: list[PlanItem] | None = None) -> None:
         self.catalog = catalog
         self.items: list[PlanItem] = list(items or [])
+        # What the plan is judged against, where its file says (What-if `b`, `plan --clean`): "live",
+        # "clean" (this machine empty) or "spark" (an empty DGX Spark); None where nothing says.
+        self.baseline: str | None = None
         self._uids = itertools.count(max((i.uid for i in self.items), default=0) + 1)
 
     def __iter__(self) -> Iterator[PlanItem]:

@@ -496,6 +496,7 @@ class WhatIfPane(Vertical):
 
         if self.plan is None or self._refuse_files():
             return
+        self.plan.baseline = self.baseline_mode  # `plan --file` judges it against the same one
         self.app.push_screen(PlanFileScreen("save", self.plan, self.plan_path), self._saved)
 
     def _saved(self, result: object) -> None:
@@ -514,6 +515,8 @@ class WhatIfPane(Vertical):
         from sparktop.plan import Plan
 
         if isinstance(result, Plan):
+            if result.baseline is not None:
+                self.baseline_mode = result.baseline
             self.set_plan(result)
             self.app.notify(f"plan loaded: {len(result)} workloads", timeout=4, markup=False)
 

@@ -180,3 +180,49 @@ async def test_clean_means_the_same_machine_in_the_tab_and_the_cli(
     else:
         assert cli["baseline"]["pool_gb"] == 128.0
         assert "clean DGX Spark" in head and "clean DGX Spark" in text.splitlines()[0]
+
+
+@pytest.mark.usefixtures("private_home")
+@pytest.mark.parametrize(("presses", "mode"), [(0, "live"), (1, "clean"), (2, "spark")])
+async def test_a_saved_plan_is_judged_against_the_baseline_it_was_made_on(
+    tmp_path: Path, presses: int, mode: str
+) -> None:
+    """A plan saved with the clean baseline was judged by `plan --file` against the live one (issue 32,
+    Rough): the file says its baseline, `plan --file` uses it (unless the command line names one), and `l`
+    brings it back."""
+    from sparktop.ui.screens.plan_file import PlanFileScreen
+
+    source = small_machine(tmp_path)
+    target = tmp_path / "plan.toml"
+    app = SparktopApp(source, Config(), auto_refresh=False, warmup=1, user_theme_dir=tmp_path / "no-themes")
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = await show_whatif(app, pilot)
+        await pilot.press(*"b" * presses)
+        pane.add("gemma2:27b")
+        await pilot.pause()
+        ev = pane.evaluation
+        snapshot = pane.snapshot
+        assert ev is not None and snapshot is not None
+        pane.plan_path = target
+        await pilot.press("s")
+        assert isinstance(app.screen, PlanFileScreen)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert target.exists()
+        await pilot.press(*"b" * ((3 - presses) % 3 + 1))  # another baseline on show ...
+        await pilot.press("l")
+        app.screen.query_one("#path").value = str(target)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert pane.baseline_mode == mode  # ... and the file's back
+    assert f'baseline = "{mode}"' in target.read_text()
+    _code, out = run_plan(snapshot, "--json", "--file", str(target))
+    cli = json.loads(out)
+    assert cli["baseline"]["source"] == ev.baseline.source and cli["fit"] == ev.verdict, (
+        cli["baseline"],
+        mode,
+    )
+    assert cli["baseline"]["pool_gb"] == pytest.approx(ev.baseline.pool / GB, abs=0.01)
+    # The command line still wins: --machine=spark over the file's live or clean.
+    _code, out = run_plan(snapshot, "--json", "--machine=spark", "--file", str(target))
+    assert json.loads(out)["baseline"]["pool_gb"] != pytest.approx(round(snapshot.memory.total / GB, 2))
