@@ -99,6 +99,8 @@ class WhatIfPane(Vertical):
         Binding("e", "edit", "Edit"),
         Binding("s", "save", "Save"),
         Binding("l", "load", "Load"),
+        # A read-only browser session offers neither (check_action hides them); the keys still say why.
+        Binding("s,l", "refuse_files", "Save / Load", show=False),
         # Priority, as the tables' `/`: the letters typed right after it must reach the find box.
         Binding("slash", "focus_filter", "Find", show=False, priority=True),
     ]
@@ -483,6 +485,17 @@ class WhatIfPane(Vertical):
         from sparktop.ui.screens.plan_edit import PlanEditScreen
 
         self.app.push_screen(PlanEditScreen(self.plan, uid), lambda changed: self._update(highlight=uid))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        files = bool(getattr(self.app, "files_allowed", True))
+        if action in ("save", "load"):
+            return files  # False: not offered in the footer, and the key falls to refuse_files
+        if action == "refuse_files":
+            return not files
+        return True
+
+    def action_refuse_files(self) -> None:
+        self._refuse_files()
 
     def _refuse_files(self) -> bool:
         """A read-only browser session (SparktopApp.files_allowed) offers no file dialog: says so."""

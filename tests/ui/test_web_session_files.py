@@ -11,7 +11,7 @@ import pytest
 
 from sparktop.ui.app import NO_FILES
 from sparktop.ui.screens.plan_file import PlanFileScreen
-from tests.ui.demo_app import make_app, show_whatif
+from tests.ui.demo_app import footer_keys, make_app, show_whatif
 
 
 @pytest.mark.parametrize("files_allowed", [False, True], ids=["browser-read-only", "terminal"])
@@ -28,6 +28,7 @@ async def test_plan_dialogs_and_history_key_touch_no_file_in_a_read_only_browser
         pane = await show_whatif(app, pilot)
         pane.add("qwen3:8b")
         await pilot.pause()
+        footer = footer_keys(app)  # what the footer offers on the What-if tab
         offered = []
         for key in ("s", "l"):
             await pilot.press(key)
@@ -40,6 +41,10 @@ async def test_plan_dialogs_and_history_key_touch_no_file_in_a_read_only_browser
     if files_allowed:
         assert len(history_files) == 1 and offered == [True, True]
         assert NO_FILES not in warnings
+        assert footer.get("s") == "Save" and footer.get("l") == "Load", footer
     else:
         assert history_files == [] and offered == [False, False]
         assert warnings.count(NO_FILES) == 3  # each key says why it did nothing
+        # ... and the footer offers neither (issue 32, Rough: it showed `s Save  l Load`), nor `s` Stop.
+        assert "Save" not in footer.values() and "Load" not in footer.values(), footer
+        assert "s" not in footer and "l" not in footer, footer
