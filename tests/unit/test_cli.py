@@ -161,3 +161,16 @@ def test_replay_speed_and_start_are_checked(
     assert exc.value.code == 3
     err = capsys.readouterr().err.strip()
     assert says in err and "\n" not in err
+
+
+def test_the_readme_names_every_demo_scenario_where_it_shows_demo() -> None:
+    """README's `--demo` line under "Using it" left out `discrete` (issue 32, Rough)."""
+    from sparktop.collect.demo import DEMO_SCENARIOS
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    using = readme[readme.index("## Using it") :]
+    start = using.index("sparktop --demo ")
+    end = using.index("sparktop --once", start)
+    block = using[start:end]
+    missing = [name for name in DEMO_SCENARIOS if name not in block]
+    assert not missing, (missing, block)
