@@ -106,3 +106,30 @@ async def test_demo_contention_shows_the_measured_slowdown_in_the_models_tab():
             "Qwen/Qwen3-8B 2." in text
             and "× slower since ssd-tetris-train-1 started (planner: 2.0–2.35×)" in text
         )
+
+
+async def test_the_slowdown_marker_is_a_glyph_common_fonts_have() -> None:
+    """The measured slowdown's marker was ⏷ (U+23F7), which no common monospace font has: Chromium drew
+    screenshots/contention-models.svg's as a missing-glyph box (issue 32, Rough). Every character the tab
+    draws must be in DejaVu Sans Mono or Liberation Mono, the fonts a Linux browser falls back to."""
+    import shutil
+    import subprocess
+
+    from tests.ui.demo_app import screen_text
+
+    assert shutil.which("fc-list"), "this test needs fontconfig's fc-list (Chromium's packages bring it)"
+    app = make_app(scenario="contention", warmup=150)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        text = screen_text(app)
+    assert "slower since" in text, text  # the marker is on screen
+    families = ("DejaVu Sans Mono", "Liberation Mono")
+    missing = []
+    for char in sorted({c for c in text if ord(c) > 127 and c != "\xa0"}):
+        found = subprocess.run(
+            ["fc-list", f":charset={ord(char):x}", "family"], capture_output=True, text=True, timeout=30
+        ).stdout
+        if not any(family in found for family in families):
+            missing.append(f"{char} U+{ord(char):04X}")
+    assert not missing, missing

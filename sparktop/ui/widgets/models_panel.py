@@ -104,7 +104,8 @@ class ModelsPanel(TextPanel):
         for line in lines:
             line.truncate(width, overflow="ellipsis")
         lines.extend(Text(f"• {problem}", style=warn) for problem in problems)
-        lines.extend(Text(f"⏷ {line}", style=warn) for line in self._slowdowns)
+        # ▼, not ⏷ (U+23F7): no common monospace font has that one, and Chromium drew a missing-glyph box.
+        lines.extend(Text(f"▼ {line}", style=warn) for line in self._slowdowns)
         if sources:
             lines.append(Text(""))
             lines.append(Text("What each server reported (names differ between versions):", style="bold"))
