@@ -31,10 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def option_values() -> dict[str, list[str]]:
     """The values each option or argument (by its dest) can take, for the script to offer."""
-    from sparktop.catalog import load_catalog
-    from sparktop.collect.demo import DEMO_SCENARIOS
+    from sparktop.plan.catalog import load_catalog
     from sparktop.settings.config import UNITS
     from sparktop.settings.theme import theme_names
+    from sparktop.sources.demo import DEMO_SCENARIOS
 
     catalog = load_catalog(discover=False)  # built in and the user's catalog: no disk scan for a script
     return {

@@ -165,7 +165,7 @@ def test_replay_speed_and_start_are_checked(
 
 def test_the_readme_names_every_demo_scenario_where_it_shows_demo() -> None:
     """README's `--demo` line under "Using it" left out `discrete` (issue 32, Rough)."""
-    from sparktop.collect.demo import DEMO_SCENARIOS
+    from sparktop.sources.demo import DEMO_SCENARIOS
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     using = readme[readme.index("## Using it") :]
