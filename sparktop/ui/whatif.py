@@ -145,8 +145,8 @@ class WhatIfPane(Vertical):
         if cramped != self.has_class("-cramped"):
             self.set_class(cramped, "-cramped")
             self.query_one("#whatif-bar", BudgetBar).legend_lines = 1 if cramped else 2
-            if self.evaluation is not None or self.plan is not None:
-                self._update()
+        if self.evaluation is not None or self.plan is not None:
+            self._update()  # the head's wording and the legend follow the size
 
     def on_mount(self) -> None:
         bar = self.query_one("#whatif-bar", BudgetBar)
@@ -373,32 +373,39 @@ class WhatIfPane(Vertical):
         self._draw_verdicts()
 
     def _draw_head(self, baseline: Baseline, units: str) -> None:
-        from sparktop.core.format import fmt_est, fmt_size
+        from sparktop.core.format import fmt_size
 
         # The planner speaks GB (its lines and verdicts); the dashboard the user's unit: both, so "25.3 GB"
-        # here and "23.5 GiB" on the bar read as the same pool. To one decimal, as the verdict's "of 130.7
-        # GB" and the bar's title give it ("pool 131 GB" beside "of 130.7 GB" read as two pools).
-        pool = f"pool {fmt_size(baseline.pool, 'GB')}"
+        # here and "23.5 GiB" on the bar read as the same pool. To one decimal, as the verdict ("OOM RISK
+        # 126.5 GB … of 130.7 GB") and the bar's title give them: "127 GB in use (pool 131 GB)" beside those
+        # read as other figures. The pool in the user's unit goes first where the line is too long.
+        used = fmt_size(baseline.used.mid, "GB")
+        pools = [f"pool {fmt_size(baseline.pool, 'GB')}"]
         if units != "GB":
-            pool += f" = {fmt_size(baseline.pool, units)}"
-        if baseline.source == "live":
-            host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
-            head = Content.from_markup(
-                "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
-                used=fmt_est(baseline.used.mid), host=host, pool=pool,
-            )  # fmt: skip
-            hint = "What runs now is already counted: add only what is not running yet."
-        else:
-            why = " (no live sample yet)" if self.snapshot is None else ""
-            snap = None if self.baseline_mode == "spark" else self.snapshot
-            spark = snap is None
-            machine = "clean DGX Spark" if snap is None else f"clean {snap.hostname or 'machine (this one)'}"
-            following = "live" if spark else "Spark"
-            head = Content.from_markup(
-                "Baseline [b]$machine[/b]$why: Linux + Docker, $used ($pool)  [dim]b: $following[/dim]",
-                machine=machine, why=why, used=fmt_est(baseline.used.mid), pool=pool, following=following,
-            )  # fmt: skip
-            hint = "Planned as if nothing else ran: the bar shows the system overhead only."
+            pools.insert(0, f"{pools[0]} = {fmt_size(baseline.pool, units)}")
+        room = self.size.width - 2  # the head's padding
+        for pool in pools:
+            if baseline.source == "live":
+                host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
+                head = Content.from_markup(
+                    "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
+                    used=used, host=host, pool=pool,
+                )  # fmt: skip
+                hint = "What runs now is already counted: add only what is not running yet."
+            else:
+                why = " (no live sample yet)" if self.snapshot is None else ""
+                snap = None if self.baseline_mode == "spark" else self.snapshot
+                spark = snap is None
+                name = "DGX Spark" if snap is None else snap.hostname or "machine (this one)"
+                machine = f"clean {name}"
+                following = "live" if spark else "Spark"
+                head = Content.from_markup(
+                    "Baseline [b]$machine[/b]$why: Linux + Docker, $used ($pool)  [dim]b: $following[/dim]",
+                    machine=machine, why=why, used=used, pool=pool, following=following,
+                )  # fmt: skip
+                hint = "Planned as if nothing else ran: the bar shows the system overhead only."
+            if room <= 0 or head.cell_length <= room:
+                break
         self.query_one("#whatif-head", Static).update(head)
         self.query_one("#whatif-hint", Static).update(hint)
 

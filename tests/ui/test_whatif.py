@@ -494,3 +494,20 @@ async def test_the_plan_shows_its_rows_in_a_60x18_terminal() -> None:
         await pilot.resize_terminal(120, 36)
         await pilot.pause()
         assert pane.query_one("#whatif-hint", Static).display
+
+
+async def test_the_head_gives_what_is_in_use_as_the_verdict_does_and_fits_80_columns() -> None:
+    """ "127 GB in use" in the head beside "OOM RISK 126.5 GB" in the verdict (issue 32, Rough); with the
+    pool to one decimal the head wrapped at 80 columns: it leaves out the pool in GiB there instead."""
+    app = make_app(scenario="critical", warmup=5)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await show_whatif(app, pilot)
+        await pilot.pause()
+        head = pane.query_one("#whatif-head", Static)
+        text = str(head.render())
+        assert pane.evaluation is not None
+        verdict = pane.evaluation.fit.reason
+        assert head.size.height == 1, text
+    (in_head,) = re.findall(r"live: (\d+(?:\.\d+)?) GB in use", text)
+    assert re.match(rf"{re.escape(in_head)} GB: over", verdict), (text, verdict)
+    assert "pool 130.7 GB" in text, text
