@@ -133,3 +133,21 @@ async def test_the_slowdown_marker_is_a_glyph_common_fonts_have() -> None:
         if not any(family in found for family in families):
             missing.append(f"{char} U+{ord(char):04X}")
     assert not missing, missing
+
+
+async def test_a_narrow_models_tab_drops_whole_columns() -> None:
+    """At 80x24 the Models table ended in "run/w…" and a column of "…" (issue 32, Rough): where the width
+    is short, whole columns go, rightmost first, and server, model, CPU and GPU stay."""
+    from tests.ui.demo_app import screen_text
+
+    for size in ((60, 18), (80, 24)):
+        app = make_app(scenario="servers", warmup=5)
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("5")
+            await pilot.pause()
+            lines = screen_text(app).splitlines()
+        header = next(line for line in lines if line.startswith("server "))
+        assert header.split()[:4] == ["server", "model", "CPU", "GPU"], header
+        assert "…" not in header, header
+        rows = [line for line in lines if line.startswith(("ollama ", "vllm "))]
+        assert rows and not any(line.rstrip().endswith("…") for line in rows), rows

@@ -23,6 +23,8 @@ _COLUMNS: tuple[tuple[str, int, bool], ...] = (
     ("tok/s", 7, True),
     ("unloads", 9, True),
 )
+_KEPT = 4  # server, model, CPU, GPU: the others go whole, rightmost first, where the width is short
+_MIN_MODEL = 12
 
 
 def _cells(row: ModelRow, units: str) -> list[str]:
@@ -79,12 +81,17 @@ class ModelsPanel(TextPanel):
         if self._data is None:
             return Text("Models: waiting for the first sample…", style="dim")
         rows, problems, sources, units, warn = self._data
-        fixed = sum(w + 1 for _, w, _ in _COLUMNS if w)
-        model_w = max(12, width - fixed - 1)
-        widths = [w or model_w for _, w, _ in _COLUMNS]
+        # A narrow terminal drops whole columns, rightmost first ("run/w…" and a row of "…" read as broken).
+        shown = len(_COLUMNS)
+        while shown > _KEPT and sum(w + 1 for _, w, _ in _COLUMNS[:shown] if w) + _MIN_MODEL + 1 > width:
+            shown -= 1
+        columns = _COLUMNS[:shown]
+        fixed = sum(w + 1 for _, w, _ in columns if w)
+        model_w = max(_MIN_MODEL, width - fixed - 1)
+        widths = [w or model_w for _, w, _ in columns]
         lines: list[Text] = []
         header = Text(style="bold")
-        for (name, _, right), w in zip(_COLUMNS, widths, strict=True):
+        for (name, _, right), w in zip(columns, widths, strict=True):
             header.append((name.rjust(w) if right else name.ljust(w)) + " ")
         lines.append(header)
         if not rows:
@@ -97,7 +104,7 @@ class ModelsPanel(TextPanel):
             )
         for row in rows:
             line = Text()
-            for (_, _, right), w, cell in zip(_COLUMNS, widths, _cells(row, units), strict=True):
+            for (_, _, right), w, cell in zip(columns, widths, _cells(row, units)[:shown], strict=True):
                 cell = cell if len(cell) <= w else cell[: w - 1] + "…"
                 line.append((cell.rjust(w) if right else cell.ljust(w)) + " ")
             lines.append(line)
