@@ -384,12 +384,19 @@ class WhatIfPane(Vertical):
         if units != "GB":
             pools.insert(0, f"{pools[0]} = {fmt_size(baseline.pool, units)}")
         room = self.size.width - 2  # the head's padding
-        for pool in pools:
+        # Longest first; then without the pool in GiB, the host (or "Linux + Docker") and the key's hint (the
+        # footer has it): a wrapped head split "pool 130.7" from its "GB" at 60 columns.
+        variants = [(pool, True, True) for pool in pools] + [
+            (pools[-1], False, True),
+            (pools[-1], False, False),
+        ]
+        for pool, full, with_key in variants:
             if baseline.source == "live":
                 host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
                 head = Content.from_markup(
-                    "Baseline [b]live[/b]: $used in use on $host ($pool)  [dim]b: clean[/dim]",
-                    used=used, host=host, pool=pool,
+                    "Baseline [b]live[/b]: $used in use$on ($pool)[dim]$key[/dim]",
+                    used=used, on=f" on {host}" if full else "", pool=pool,
+                    key="  b: clean" if with_key else "",
                 )  # fmt: skip
                 hint = "What runs now is already counted: add only what is not running yet."
             else:
@@ -400,8 +407,9 @@ class WhatIfPane(Vertical):
                 machine = f"clean {name}"
                 following = "live" if spark else "Spark"
                 head = Content.from_markup(
-                    "Baseline [b]$machine[/b]$why: Linux + Docker, $used ($pool)  [dim]b: $following[/dim]",
-                    machine=machine, why=why, used=used, pool=pool, following=following,
+                    "Baseline [b]$machine[/b]$why: $what$used ($pool)[dim]$key[/dim]",
+                    machine=machine, why=why, what="Linux + Docker, " if full else "", used=used, pool=pool,
+                    key=f"  b: {following}" if with_key else "",
                 )  # fmt: skip
                 hint = "Planned as if nothing else ran: the bar shows the system overhead only."
             if room <= 0 or head.cell_length <= room:
@@ -438,19 +446,26 @@ class WhatIfPane(Vertical):
             text = "loading…" if self.plan is None else "empty: drag workloads here"
             plan_list.set_options([Option(Content.styled(text, "dim"), disabled=True)])
             return
-        width = min(20, max(len(r.name) for r in ev.items))
+        # In a narrow list the name gives way to the size, and the speed and the slowdown come only where
+        # they fit: the list cut "4.5 GB…" at 60 columns.
+        room = plan_list.scrollable_content_region.width or 80
+        width = max(6, min(20, max(len(r.name) for r in ev.items), room - 13))
         options = []
         for r in ev.items:
             name = r.name if len(r.name) <= width else r.name[: width - 1] + "…"
-            parts = [f"{r.total.mid / GB:6.1f} GB"]
+            warn = "  ⚠" if r.warnings else ""
+            figures = f"  {r.total.mid / GB:6.1f} GB"
+            extras = []
             if r.decode:
-                parts.append(
+                extras.append(
                     f"~{r.decode.mid:.0f} tok/s" if r.decode.mid >= 10 else f"~{r.decode.mid:.1f} tok/s"
                 )
             if r.slowdown and r.slowdown > 1.05:
-                parts.append(f"×{r.slowdown:.1f} slower")
-            warn = "  ⚠" if r.warnings else ""
-            prompt = Content.assemble(name.ljust(width), (f"  {'  '.join(parts)}", "dim"), (warn, "$warning"))
+                extras.append(f"×{r.slowdown:.1f} slower")
+            for extra in extras:
+                if width + len(figures) + 2 + len(extra) + len(warn) <= room:
+                    figures += f"  {extra}"
+            prompt = Content.assemble(name.ljust(width), (figures, "dim"), (warn, "$warning"))
             options.append(Option(prompt, id=str(r.uid)))
         set_options_keeping(plan_list, options)
         if highlight is not None:

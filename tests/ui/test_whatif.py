@@ -511,3 +511,27 @@ async def test_the_head_gives_what_is_in_use_as_the_verdict_does_and_fits_80_col
     (in_head,) = re.findall(r"live: (\d+(?:\.\d+)?) GB in use", text)
     assert re.match(rf"{re.escape(in_head)} GB: over", verdict), (text, verdict)
     assert "pool 130.7 GB" in text, text
+
+
+async def test_at_60_columns_the_head_is_one_line_and_plan_rows_keep_their_size() -> None:
+    """At 60x18 the head wrapped between "pool 130.7" and its "GB", and a plan row was cut at "4.5 GB…"
+    (issue 32, Rough): the head drops what does not fit, in each baseline, and a row's name gives way to
+    its size."""
+    app = make_app(warmup=5)
+    async with app.run_test(size=(60, 18)) as pilot:
+        pane = await show_whatif(app, pilot)
+        pane.add("chatterbox-tts")
+        pane.add("llama3.1:8b")
+        await pilot.pause()
+        heads = []
+        for _ in range(3):  # live, clean, Spark
+            head = pane.query_one("#whatif-head", Static)
+            heads.append((head.size.height, str(head.render())))
+            await pilot.press("b")
+            await pilot.pause()
+        rows = [str(option.prompt) for option in pane.query_one("#whatif-plan", OptionList).options]
+    assert all(height == 1 for height, _ in heads), heads
+    assert all(re.search(r"\(pool \d+\.\d GB\)", text) for _, text in heads), heads
+    assert len(rows) == 2 and all(re.search(r"\d+\.\d GB", row) for row in rows), rows
+    width = 60 // 2 - 4  # the plan list's half of the screen, less its border and padding
+    assert all(len(row) <= width for row in rows), rows
