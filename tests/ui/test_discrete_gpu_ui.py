@@ -4,6 +4,8 @@ host pool's, in the same colours, GPU memory in the tables, and the machine's ki
 
 from __future__ import annotations
 
+import re
+
 from sparktop.analysis.served import served_split, split_models
 from sparktop.core.columns import CONTAINER_COLUMN_SPECS
 from sparktop.session.rows import cell_text, container_rows
@@ -71,3 +73,16 @@ async def test_on_a_short_terminal_the_gpu_bar_keeps_the_top_holder_and_free() -
         assert all(len(line) <= gpu_bar.size.width for line in lines)
         legend = lines[2]
         assert legend.startswith("■ ssd-tetris-train-1 11.") and "more" in legend and "■ free" in legend
+
+
+async def test_at_60_columns_the_gpu_legend_keeps_whole_items() -> None:
+    """At 60x18 the GPU memory bar's legend was one line cut at "■ free 5…" (issue 32, Rough): the items
+    that fit are shown whole, the largest holder and free first."""
+    app = make_app("discrete", warmup=30)
+    async with app.run_test(size=(60, 18)) as pilot:
+        await pilot.pause()
+        gpu_bar = app.query_one(GpuMemoryBar)
+        lines = str(gpu_bar.render()).splitlines()
+    legend = lines[2:]
+    assert legend and not any("…" in line for line in legend), lines
+    assert "■ ssd-tetris-train-1" in legend[0] and re.search(r"■ free \d+\.\d GiB", legend[0]), lines

@@ -118,8 +118,22 @@ def _legend(segments: list[Segment], units: str, width: int, limit: int) -> list
             lines = _wrap(items, width)
             if len(lines) <= limit:
                 return lines
-    # Still too long: one line, cut with "…" by the render, the largest holder and free first.
-    return [Text("  ").join(items)]
+    # Still too long: one line of whole items, by priority (the largest holder, free, the rest folded,
+    # other), in their usual order: cut by the render, "■ free 5…" lost a figure at 60 columns.
+    by_key = {seg.key: seg for seg in fixed}
+    largest = item(holders[0]) if holders else None
+    more = None
+    if len(holders) > 1:
+        rest = holders[1:]
+        more = Text(f"+{len(rest)} more {fmt_bytes(sum(seg.nbytes for seg in rest), units)}", style="dim")
+    free = item(by_key["gpu-free"], True) if "gpu-free" in by_key else None
+    other = item(by_key["gpu-other"], True) if "gpu-other" in by_key else None
+    chosen: list[Text] = []
+    for candidate in (largest, free, more, other):
+        if candidate is not None and (not chosen or Text("  ").join([*chosen, candidate]).cell_len <= width):
+            chosen.append(candidate)
+    kept = {id(c) for c in chosen}
+    return [Text("  ").join([c for c in (largest, more, free, other) if c is not None and id(c) in kept])]
 
 
 def _bar(segments: list[Segment], total: int, width: int) -> Text:
