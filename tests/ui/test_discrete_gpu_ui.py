@@ -86,3 +86,14 @@ async def test_at_60_columns_the_gpu_legend_keeps_whole_items() -> None:
     legend = lines[2:]
     assert legend and not any("…" in line for line in legend), lines
     assert "■ ssd-tetris-train-1" in legend[0] and re.search(r"■ free \d+\.\d GiB", legend[0]), lines
+
+
+async def test_at_60_columns_the_status_line_drops_whole_parts() -> None:
+    """At 60 columns the status line ended in "· e…" (issue 32, Rough): a part that does not fit goes whole
+    ("every 1 s"), and the line says so with " …"."""
+    app = make_app("discrete", warmup=30)
+    async with app.run_test(size=(60, 18)) as pilot:
+        await pilot.pause()
+        line = str(app.query_one(StatusLine).render()).splitlines()[0]
+    assert len(line) <= 60 and line.endswith(" …"), line
+    assert re.search(r"· \d\d:\d\d:\d\d …$", line), line

@@ -6,9 +6,11 @@ never cut mid-sentence; the host and clock part is the one that gets an ellipsis
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
@@ -117,12 +119,9 @@ class StatusLine(Widget):
         """One line when everything fits; else the head cut with "…" and each notice whole, wrapped at
         words, on lines of its own."""
         one = Text("  ").join([self._head, *self._notices])
-        if one.cell_len <= width or not self._notices:
-            one.truncate(width, overflow="ellipsis")
+        if one.cell_len <= width:
             return [one]
-        head = self._head.copy()
-        head.truncate(width, overflow="ellipsis")
-        lines = [head]
+        lines = [_cut_at_a_part(self._head, width)]
         for notice in self._notices:
             lines.extend(notice.wrap(self.app.console, width))
         if len(lines) > MAX_LINES:
@@ -138,3 +137,20 @@ class StatusLine(Widget):
         text = Text("\n").join(self._lines(self.size.width or 80))  # join copies: the cache stays as made
         text.no_wrap = True  # already laid out in lines at this width
         return text
+
+
+def _cut_at_a_part(head: Text, width: int) -> Text:
+    """`head` as it is when it fits; else cut after its last whole part (" · every 1 s" goes whole) with
+    " …": "· e…" read as a broken word. A head whose first part is too long is cut with "…"."""
+    if head.cell_len <= width:
+        return head.copy()
+    plain = head.plain
+    ends = [m.start() for m in re.finditer(r" · |  ", plain)]
+    fitting = [end for end in ends if cell_len(plain[:end]) + 2 <= width]
+    if fitting:
+        out = head[: fitting[-1]]
+        out.append(" …", style="dim")
+        return out
+    out = head.copy()
+    out.truncate(width, overflow="ellipsis")
+    return out
