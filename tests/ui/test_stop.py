@@ -637,3 +637,22 @@ async def test_toasts_never_cover_the_stop_dialog_on_a_small_terminal() -> None:
         await pilot.pause(0.2)
         assert not isinstance(app.screen, ConfirmScreen)
         assert [t for t in app.screen.query("Toast") if t.display and t.region.area]  # shown now
+
+
+async def test_at_60_columns_each_side_of_the_memory_keeps_its_unit(tmp_path: Path) -> None:
+    """At 60x18 the dialog wrapped "(CPU side 2.9 GiB, GPU side 37.4" away from its "GiB)" (issue 32,
+    Rough): the two sides have a line of their own, whole."""
+    from tests.ui.demo_app import screen_text
+
+    app = demo_host(tmp_path)
+    async with app.run_test(size=(60, 18)) as pilot:
+        snap = app.sample()
+        whisper = app.container(WHISPER)
+        app.row = whisper
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        lines = screen_text(app).splitlines()
+    consumer = next(c for c in snap.accounting.consumers if c.key == f"container:{whisper.id}")
+    sides = f"CPU side {fmt_bytes(consumer.cpu_bytes)}, GPU side {fmt_bytes(consumer.gpu_bytes)}"
+    assert any(sides in line for line in lines), "\n".join(lines)

@@ -98,7 +98,9 @@ def _line(markup: str, **values: object) -> Content:
 
 def memory_line(target: Target, units: str) -> Content:
     return _line(
-        "memory: [b]$total[/b]  (CPU side $cpu, GPU side $gpu)",
+        # The two sides on a line of their own: wrapped, "(CPU side 2.9 GiB, GPU side 37.4" left its unit
+        # on the next line at 60 columns.
+        "memory: [b]$total[/b]\n  CPU side $cpu, GPU side $gpu",
         total=fmt_bytes(target.total, units),
         cpu=fmt_bytes(target.cpu_bytes, units),
         gpu=fmt_bytes(target.gpu_bytes, units),
