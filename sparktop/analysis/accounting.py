@@ -20,6 +20,7 @@ from sparktop.core.snapshot import (
     HostMemory,
     ProcessInfo,
     Snapshot,
+    container_label,
     process_key,
 )
 
@@ -47,6 +48,7 @@ def account(
     processes: Iterable[ProcessInfo],
     containers: Iterable[ContainerInfo],
     top_processes: int = TOP_HOST_PROCESSES,
+    names_pending: bool = False,
 ) -> Accounting:
     processes = list(processes)
     containers = list(containers)
@@ -76,7 +78,7 @@ def account(
         cpu = container.memory.working_set if container.memory else rss_by_container.get(container.id, 0)
         consumer = Consumer(
             key=f"container:{container.id}",
-            label=container.label,
+            label=container_label(container, names_pending),
             kind="container",
             cpu_bytes=cpu,
             gpu_bytes=pool_gpu(gpu_bytes),
@@ -180,7 +182,13 @@ def fill_accounting(snapshot: Snapshot) -> Snapshot:
     if snapshot.accounting is not None:
         return snapshot
     try:
-        snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
+        snapshot.accounting = account(
+            snapshot.memory,
+            snapshot.gpu,
+            snapshot.processes,
+            snapshot.containers,
+            names_pending=snapshot.names_pending,
+        )
     except Exception as exc:
         snapshot.accounting = unattributed_only(snapshot.memory)
         snapshot.errors.append(f"accounting failed ({error_line(exc)}); "

@@ -394,6 +394,16 @@ class ServiceReport(_Model):
 # --- the snapshot ----------------------------------------------------------------------------------------
 
 
+PendingPart = Literal["docker", "servers"]
+
+
+def container_label(container: ContainerInfo, names_pending: bool = False) -> str:
+    """A container's name; before Docker answered (`names_pending`), its short id then "…"."""
+    if container.name or not names_pending or container.runtime != "docker":
+        return container.label
+    return f"{container.short_id} …"
+
+
 class Snapshot(_Model):
     version: int = SNAPSHOT_VERSION
     timestamp: UnixTime
@@ -412,6 +422,15 @@ class Snapshot(_Model):
     # What a reader should know that is no problem (a recording made from the dashboard's history keeps no
     # processes): shown as a note, never counted with the errors.
     notes: list[VisibleStr] = Field(default_factory=list)
+    # What has not answered yet: "docker" (a dashboard's quick first sample: containers by id, no names,
+    # images or status), "servers" (a model server not probed once yet). A view shows "…" for these, never
+    # "none" or 0.
+    pending: list[PendingPart] = Field(default_factory=list)
+
+    @property
+    def names_pending(self) -> bool:
+        """Docker has not been asked yet: a container without a name may yet get one."""
+        return "docker" in self.pending
 
 
 def snapshot_json_schema() -> dict[str, object]:

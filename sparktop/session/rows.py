@@ -20,7 +20,7 @@ from sparktop.collect.control import foreign_engine
 from sparktop.core.columns import SM_COLUMN, ColumnSpec
 from sparktop.core.format import NO_VALUE, fmt_cell, fmt_rate_cell
 from sparktop.core.safe_text import visible
-from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot, process_key
+from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot, container_label, process_key
 
 T = TypeVar("T")
 
@@ -155,6 +155,7 @@ def container_rows(
                 pss[proc.container_id] = pss.get(proc.container_id, 0) + proc.pss
     consumers = {c.key: c for c in snapshot.accounting.consumers} if snapshot.accounting else {}
     rows: list[Row[ContainerInfo | ModelPart]] = []
+    asking_docker = snapshot.names_pending
     for c in snapshot.containers:
         key = f"container:{c.id}"
         mem = c.memory
@@ -166,12 +167,15 @@ def container_rows(
         gpu = held if snapshot.gpu.available else None
         # A container of an engine sparktop is not connected to: seen, not stoppable; the row says whose.
         engine = foreign_engine(c, snapshot.docker) if snapshot.source == "live" else None
+        # Before Docker answered (the quick first sample), what only it knows is "…", not blank.
+        unknown = "…" if asking_docker and c.runtime == "docker" else ""
+        label = container_label(c, asking_docker)
         values = {
-            "name": f"{c.label} (not connected)" if engine else c.label,
-            "project": c.compose_project or "",
-            "service": c.compose_service or "",
-            "status": c.status or ("not connected" if engine else ""),
-            "image": c.image or "",
+            "name": f"{label} (not connected)" if engine else label,
+            "project": c.compose_project or unknown,
+            "service": c.compose_service or unknown,
+            "status": c.status or ("not connected" if engine else unknown),
+            "image": c.image or unknown,
             "id": c.short_id,
             "cpu": cpu,
             "gpu": gpu,
@@ -231,7 +235,7 @@ def process_rows(
     """One row per process; under a model server's host process one row per loaded model (`served`), its
     RSS, PSS, GPU and total then being what is left (a server in a container is split on the Containers
     tab, as in the budget bar)."""
-    names = {c.id: c.label for c in snapshot.containers}
+    names = {c.id: container_label(c, snapshot.names_pending) for c in snapshot.containers}
     gpu_by_pid = snapshot.gpu.gpu_bytes_by_pid()
     rows: list[Row[ProcessInfo | ModelPart]] = []
     for p in snapshot.processes:

@@ -300,6 +300,8 @@ class LiveSource(SnapshotSource):
         # The add-ons read the core snapshot (published ports, say) and add their reports to it.
         if not quick:
             self._add_ons.collect(snapshot)
+        else:  # what the views show as "…" until the next sample
+            snapshot.pending = ["docker", "servers"] if len(self._add_ons) else ["docker"]
         return snapshot
 
     @property

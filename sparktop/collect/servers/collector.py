@@ -117,6 +117,11 @@ class ServersCollector:
                 out.append(built[2].model_copy())
             for base in [b for b in self._built if b not in self._states]:
                 del self._built[base]
+            if (
+                any(state.generation == 0 for state in self._states.values())
+                and "servers" not in snapshot.pending
+            ):
+                snapshot.pending.append("servers")  # an endpoint not probed once yet: the Models tab says "…"
         return out
 
     def settle(self, timeout: float) -> bool:

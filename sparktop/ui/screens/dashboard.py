@@ -273,7 +273,11 @@ class DashboardScreen(Screen[None]):
                 engine=engine_headroom(snapshot.memory) if snapshot.gpu.unified_memory else None,
             )
         self.query_one(ModelsPanel).show(
-            *model_rows(snapshot), units, palette.warn, slowdowns=slowdown_lines(snapshot)
+            *model_rows(snapshot),
+            units,
+            palette.warn,
+            slowdowns=slowdown_lines(snapshot),
+            asking="servers" in snapshot.pending,
         )
         if self.query_one(TabbedContent).active == "dashboard":
             self._redraw_chart()
@@ -406,10 +410,15 @@ class DashboardScreen(Screen[None]):
             source_problems=host.source.warnings,
         )
         docker = session.latest.docker if session.latest is not None else None
+        asking = session.latest is not None and session.latest.names_pending
         for table, things, why in ((self.query_one(ContainersTable), "containers", docker),
                                    (self.query_one(ProcessesTable), "processes", None)):  # fmt: skip
             note = self.query_one(f"#{table.parent.id}-empty", Static)  # type: ignore[union-attr]
-            text = empty_note(table, things, why) if session.latest is not None else ""
+            text = (
+                empty_note(table, things, why, asking and why is not None)
+                if session.latest is not None
+                else ""
+            )
             if note.display != bool(text) or (text and str(note.render()) != text):  # steady: no layout
                 note.update(text)
                 note.display = bool(text)

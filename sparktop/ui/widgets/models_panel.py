@@ -58,7 +58,7 @@ class ModelsPanel(TextPanel):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._data: tuple[list[ModelRow], list[str], list[str], str, str] | None = None
+        self._data: tuple[list[ModelRow], list[str], list[str], str, str, bool] | None = None
         self._slowdowns: list[str] = []
 
     def show(
@@ -69,9 +69,11 @@ class ModelsPanel(TextPanel):
         units: str,
         warn: str,
         slowdowns: list[str] | None = None,
+        asking: bool = False,
     ) -> None:
-        """`slowdowns`: one line per slowdown measured now (analysis/slowdown.py's `slowdown_lines`)."""
-        data = (list(rows), list(problems), list(sources), units, warn)
+        """`slowdowns`: one line per slowdown measured now (analysis/slowdown.py's `slowdown_lines`);
+        `asking`: a model server has not been probed yet (no row is not yet "none found")."""
+        data = (list(rows), list(problems), list(sources), units, warn, asking)
         if data != self._data or (slowdowns or []) != self._slowdowns:
             self._slowdowns = list(slowdowns or [])
             self._data = data
@@ -80,7 +82,7 @@ class ModelsPanel(TextPanel):
     def _build(self, width: int) -> Text:
         if self._data is None:
             return Text("Models: waiting for the first sample…", style="dim")
-        rows, problems, sources, units, warn = self._data
+        rows, problems, sources, units, warn, asking = self._data
         # A narrow terminal drops whole columns, rightmost first ("run/w…" and a row of "…" read as broken).
         shown = len(_COLUMNS)
         while shown > _KEPT and sum(w + 1 for _, w, _ in _COLUMNS[:shown] if w) + _MIN_MODEL + 1 > width:
@@ -94,7 +96,9 @@ class ModelsPanel(TextPanel):
         for (name, _, right), w in zip(columns, widths, strict=True):
             header.append((name.rjust(w) if right else name.ljust(w)) + " ")
         lines.append(header)
-        if not rows:
+        if not rows and asking:
+            lines.append(Text("… (asking the model servers)", style="dim"))
+        elif not rows:
             lines.append(
                 Text(
                     "No model server found (Ollama :11434 or OLLAMA_HOST, vLLM :8000, SGLang :30000, "

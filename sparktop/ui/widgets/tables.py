@@ -50,13 +50,18 @@ class Cell(Text):
 _GROUP = "\0group"  # in ConsumerTable._shown: the group a row was drawn with (its cells carry it)
 
 
-def empty_note(table: ConsumerTable[Any], things: str, docker: DockerStatus | None = None) -> str:
+def empty_note(
+    table: ConsumerTable[Any], things: str, docker: DockerStatus | None = None, asking: bool = False
+) -> str:
     """Why a table shows no row, in one line ("" while it shows some): an empty table read as "still
-    loading" or "broken". `things` names the rows (`containers`); `docker` says why none may be seen."""
+    loading" or "broken". `things` names the rows (`containers`); `docker` says why none may be seen;
+    `asking`: Docker has not answered yet (the first sample), so "none" cannot be said yet."""
     if table.row_count:
         return ""
     if table.filter_text:
         return f"no {things} match the filter {table.filter_text!r} (Esc clears it)"
+    if asking:
+        return f"… (asking the Docker engine for {things})"
     if table.minor_hidden:
         return f"no {things} holding memory; {table.minor_hidden} empty hidden (a: all)"
     if docker is not None and not docker.available and docker.reason:
