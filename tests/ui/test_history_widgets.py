@@ -365,19 +365,22 @@ async def test_line_labels_stay_whole_when_the_chart_is_laid_out_smaller() -> No
 
 
 async def test_the_dashboard_start_draws_the_chart_once_at_its_laid_out_size(monkeypatch) -> None:
-    """plotext is the costliest view to draw: the start drew it four times (twice at no size, then on the
-    resize, then again after the tab's layout with the same data). A repeat with nothing new draws nothing;
-    a new sample, a new size and a new theme each draw."""
+    """plotext is the costliest view to draw: the start built it four times (twice at no size, then on the
+    resize, then again after the tab's layout with the same data; later, once before the layout the first
+    data gives and once after). A repeat with nothing new builds nothing; a new sample, a new size and a new
+    theme each build."""
+    from textual_plotext import PlotextPlot
+
     from tests.ui.demo_app import make_app
 
     sizes: list[tuple[int, int]] = []
-    draw = HistoryChart._draw
+    render = PlotextPlot.render
 
-    def counting(self: HistoryChart, args) -> None:
+    def counting(self: PlotextPlot) -> object:
         sizes.append((self.size.width, self.size.height))
-        draw(self, args)
+        return render(self)
 
-    monkeypatch.setattr(HistoryChart, "_draw", counting)
+    monkeypatch.setattr(PlotextPlot, "render", counting)
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()

@@ -8,7 +8,8 @@ watcher check once, which drops the watchers of closed widgets (and sets the liv
 they already have).
 
 It also rebuilds only when the keys it would show changed: a tab switch fired the bindings signal about
-twelve times, each a full rebuild of every key (~40 ms of a switch).
+twelve times, each a full rebuild of every key (~40 ms of a switch). And while one rebuild is queued, the
+signal queues no other (the start fired it up to five times before the first frame).
 """
 
 from __future__ import annotations
@@ -28,17 +29,21 @@ def shown_keys(screen: Screen) -> tuple:
 
 class Footer(TextualFooter):
     _composed_keys: tuple | None = None
+    _recompose_queued = False  # a rebuild is on its way: it reads the bindings as they are when it runs
 
     def bindings_changed(self, screen: Screen) -> None:
-        if (
-            self._composed_keys is not None
-            and screen is self.screen
-            and shown_keys(screen) == self._composed_keys
+        if screen is self.screen and (
+            self._recompose_queued
+            or (self._composed_keys is not None and shown_keys(screen) == self._composed_keys)
         ):
             return
         super().bindings_changed(screen)
+        # Textual queues one rebuild per signal: at start-up the signal comes several times before the first
+        # frame, and each rebuilt every key. One queued rebuild shows the last bindings all the same.
+        self._recompose_queued = self.is_attached and screen is self.screen and screen.app.app_focus
 
     async def recompose(self) -> None:
+        self._recompose_queued = False
         self._composed_keys = shown_keys(self.screen) if self.is_attached else None
         await super().recompose()
         self.mutate_reactive(TextualFooter.compact)

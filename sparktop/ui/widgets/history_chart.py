@@ -5,7 +5,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from rich.text import Text
+from textual.app import RenderResult
 from textual.color import Color
+from textual.strip import Strip
 from textual_plotext import PlotextPlot
 
 from sparktop.analysis.history import History
@@ -108,6 +111,7 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         super().__init__(name=name, id=id, classes=classes)
         self._args: _Args | None = None
         self._drawn: tuple[object, ...] | None = None  # what the last draw drew, from _drawing()
+        self._figure_shown = False  # the lines on screen are a figure (not the blank before any data)
 
     def shown_span(self, times: list[float]) -> float:
         """Seconds the x axis spans when the whole history is drawn."""
@@ -122,9 +126,24 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         self.watch(self.app, "theme", self._theme_changed, init=False)
 
     def on_resize(self) -> None:
-        # Which consumers get a legend row follows the height (they must stay above the lines' labels).
-        if self._args is not None:
+        # Which consumers get a legend row follows the height (they must stay above the lines' labels). A
+        # paint at the new size, which often comes before this event, has drawn it already (render_line).
+        if self._args is not None and self._drawing(self._args) != self._drawn:
             self._draw(self._args)
+
+    def render(self) -> RenderResult:
+        # Before any data there is nothing to plot: an empty figure would cost a plotext build all the same.
+        if self._args is None:
+            return Text("")
+        self._figure_shown = True
+        return super().render()
+
+    def render_line(self, y: int) -> Strip:
+        # Laid out since the data came, or anew since the last draw (the first data filled the panels above,
+        # a resize): the figure is set up for this size before its lines are made, so they are made once.
+        if self._args is not None and (self._drawn is None or self._drawn[-1] != self.size):
+            self._set_up(self._args)
+        return super().render_line(y)
 
     def _theme_changed(self) -> None:
         if self._args is not None:
@@ -168,6 +187,16 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         return _rgb(value) if value else fallback
 
     def _draw(self, a: _Args) -> None:
+        self._set_up(a)
+        if self._figure_shown:
+            self.refresh_changed()  # repaint the rows whose text changed
+        else:
+            # The first figure: made at the next paint, at the size the layout gives the chart then (the
+            # first data also fills the panels above it), not once now and again after the layout.
+            self.refresh()
+
+    def _set_up(self, a: _Args) -> None:
+        """Give plotext the figure of `a` at the current size (cheap; the costly build is `render`)."""
         self._drawn = self._drawing(a)
         plt = self.plt
         plt.clear_data()
@@ -266,7 +295,6 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         # the pool), the last line drawn takes the cell, and `used` is the line that must not vanish.
         if keys:
             self._plot_gappy(xs, columns[""], unit, foreground, None)
-        self.refresh_changed()
 
     def _rows_above(self, y: float, y_top: float) -> int:
         """Plot rows above the row that height `y` is drawn on (all of them when `y` is 0): title, frame, tick
