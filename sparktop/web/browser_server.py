@@ -281,7 +281,7 @@ class GuardedServer(Server):
         try:
             return await self._run_session(request)
         finally:
-            del self.sessions[id(request)]
+            self.sessions.pop(id(request), None)
 
     async def _run_session(self, request: web.Request) -> web.WebSocketResponse:
         websocket = web.WebSocketResponse(heartbeat=15)
@@ -325,6 +325,9 @@ class GuardedServer(Server):
                     with contextlib.suppress(psutil.Error):
                         process.kill()
                 raise
+            # The process is gone: its slot is free now, not once the socket's close handshake is over (an
+            # older aiohttp waits out its close timeout, 10 s, for a browser that already left).
+            self.sessions.pop(id(request), None)
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await websocket.close()
         return websocket

@@ -68,6 +68,11 @@ async def read_until(ws: aiohttp.ClientWebSocketResponse, text: str, timeout: fl
     return ANSI.sub("", seen)
 
 
+# How long a slot may stay taken after its process is gone (the server polls it): well under the 10 s an old
+# aiohttp's close handshake held it.
+FREED_S = 3.0
+
+
 async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not check() and time.monotonic() < deadline:
@@ -82,10 +87,21 @@ async def no_sessions_left(web: Web) -> None:
 
 
 async def open_session(session: aiohttp.ClientSession, web: Web) -> aiohttp.ClientWebSocketResponse:
-    """As the browser does: the token URL (which sets the cookie), then the page's WebSocket."""
+    """As the browser does: the token URL (which sets the cookie), then the page's WebSocket. A refusal for
+    the cap (503) is asked again for up to FREED_S: the server frees a slot when it has seen the session's
+    process end (it polls it), a moment after this test's `web.sessions()` may have."""
     async with session.get(f"{web.base}/?token={web.token}") as page:
         assert page.status == 200
-    return await session.ws_connect(f"{web.base}/ws?width=120&height=36", headers={"Origin": web.base})
+    deadline = time.monotonic() + FREED_S
+    while True:
+        try:
+            return await session.ws_connect(
+                f"{web.base}/ws?width=120&height=36", headers={"Origin": web.base}
+            )
+        except aiohttp.WSServerHandshakeError as refused:
+            if refused.status != 503 or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
 
 
 # --- who may have a page and a session ----------------------------------------------------------------------

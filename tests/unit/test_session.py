@@ -42,7 +42,7 @@ def test_ingest_accounts_each_snapshot_once_and_keeps_a_recorded_accounting() ->
 
 
 def test_accounting_that_fails_is_one_line_and_everything_unattributed(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    def buggy(*_args: object) -> None:
+    def buggy(*_args: object, **_kwargs: object) -> None:
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(
