@@ -17,6 +17,7 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import sparktop.footprints.store  # noqa: E402  (after the bytecode switch above)
+from tests.fixtures.home import use_private_home  # noqa: E402
 
 # Garbage collection, tuned for a test run: each UI test builds and drops a whole Textual app, hundreds of
 # thousands of objects, and with the default thresholds (700, 10, 10) a full collection ran every few hundred
@@ -59,14 +60,5 @@ def _collect_garbage_between_tests(request: pytest.FixtureRequest):
 @pytest.fixture
 def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No user catalog and no local models but what a test puts there: the catalog is the built-in one.
-    (The What-if tests use it for every test: `pytestmark = pytest.mark.usefixtures("private_home")`.)
-    Only the environment, as a user sets it: sparktop finds its files through platformdirs, which reads it."""
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for name in ("OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "LLAMA_CACHE",
-                 "SPARKTOP_GGUF_PATH"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    return home
+    (The What-if tests use it for every test: `pytestmark = pytest.mark.usefixtures("private_home")`.)"""
+    return use_private_home(monkeypatch, tmp_path / "home")

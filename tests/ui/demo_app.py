@@ -11,16 +11,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 from textual.pilot import Pilot
-from textual.widgets import DataTable, OptionList, TabbedContent
+from textual.widgets import DataTable, Input, OptionList, TabbedContent
 
 from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.plan_edit import PlanEditScreen
-from sparktop.ui.whatif import WhatIfPane
+from sparktop.ui.whatif import DEFAULT_PLAN_FILE, WhatIfPane
 from sparktop.ui.widgets.status_line import StatusLine
+from tests.fixtures.home import use_private_home
 
 # The status line shows the snapshot's time of day: make it the same on every machine.
 os.environ["TZ"] = "UTC"
@@ -149,3 +151,53 @@ def shared_app(scenario: str = "default", warmup: int = WARMUP, size: tuple[int,
             yield app, pilot
 
     return fixture
+
+
+WHATIF_SIZE = (120, 36)
+
+
+def shared_whatif():
+    """A module-scoped fixture: open_whatif()'s dashboard (120×36, the built-in catalog in a private home of
+    the module's own), shared by the module's What-if tests; take it through the `whatif` fixture below, which
+    gives it back to each test as a fresh tab would be. The module's async tests run in the module's event
+    loop: `pytestmark = pytest.mark.asyncio(loop_scope="module")`.
+
+        whatif_app = shared_whatif()
+
+        async def test_x(whatif): app, pilot, pane = whatif
+    """
+
+    @pytest_asyncio.fixture(scope="module", loop_scope="module")
+    async def fixture(
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> AsyncIterator[tuple[SparktopApp, Pilot, WhatIfPane]]:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            use_private_home(monkeypatch, tmp_path_factory.mktemp("whatif") / "home")
+            app = make_app(warmup=5)
+            async with app.run_test(size=WHATIF_SIZE) as pilot:
+                pane = await show_whatif(app, pilot)
+                yield app, pilot, pane
+
+    return fixture
+
+
+async def reset_whatif(app: SparktopApp, pilot: Pilot, pane: WhatIfPane) -> None:
+    """The shared What-if tab as `w` first shows it, through the pane's public API: no dialog or toast, the
+    terminal 120×36, the tab shown with the keys on its catalog, no filter, the live baseline on the app's
+    latest sample, measured peaks on, the default plan file and an empty plan of the catalog."""
+    from sparktop.plan import Plan
+
+    while app.screen is not app.dashboard:
+        app.pop_screen()
+    app.clear_notifications()
+    if tuple(app.size) != WHATIF_SIZE:
+        await pilot.resize_terminal(*WHATIF_SIZE)
+    app.query_one(TabbedContent).active = "whatif"
+    pane.query_one("#whatif-filter", Input).value = ""
+    pane.baseline_mode, pane.use_measured = "live", True
+    pane.plan_path = Path.cwd() / DEFAULT_PLAN_FILE
+    assert pane.catalog is not None
+    pane.set_plan(Plan(pane.catalog))
+    pane.refresh_baseline(app.session.latest)
+    pane.query_one("#whatif-catalog", OptionList).focus()
+    await pilot.pause()

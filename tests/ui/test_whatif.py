@@ -20,9 +20,12 @@ from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.fixtures.snapshots import snapshot, spark_gpu
-from tests.ui.demo_app import edit_selected, make_app, open_whatif, screen_text, show_whatif
+from tests.ui.demo_app import edit_selected, make_app, open_whatif, screen_text, shared_whatif, show_whatif
 
-pytestmark = pytest.mark.usefixtures("private_home")  # tests/conftest.py
+# A private home (tests/conftest.py) for the tests with an app of their own; the others share one What-if tab
+# (`whatif`: reset for each test) in the module's event loop.
+pytestmark = [pytest.mark.usefixtures("private_home"), pytest.mark.asyncio(loop_scope="module")]
+whatif_app = shared_whatif()
 
 
 def row_offset(option_list: OptionList, index: int) -> tuple[int, int]:
@@ -54,119 +57,119 @@ async def drag(pilot: Pilot, source: OptionList, index: int, target: str, target
     await pilot.pause()
 
 
-async def test_drag_from_catalog_into_plan_updates_bar_and_verdicts() -> None:
-    async with open_whatif() as (_app, pilot, pane):
-        catalog_list = await filter_catalog(pilot, pane, "llama3.1:70b")
-        index = next(i for i, o in enumerate(catalog_list.options) if o.id == "llama3.1:70b")
-        before_used = pane.query_one("#whatif-bar", BudgetBar).planned_bytes
-        assert before_used == 0
-        assert planned_names(pane) == []
+async def test_drag_from_catalog_into_plan_updates_bar_and_verdicts(whatif) -> None:
+    _app, pilot, pane = whatif
+    catalog_list = await filter_catalog(pilot, pane, "llama3.1:70b")
+    index = next(i for i, o in enumerate(catalog_list.options) if o.id == "llama3.1:70b")
+    before_used = pane.query_one("#whatif-bar", BudgetBar).planned_bytes
+    assert before_used == 0
+    assert planned_names(pane) == []
 
-        await drag(pilot, catalog_list, index, "#whatif-plan")
+    await drag(pilot, catalog_list, index, "#whatif-plan")
 
-        assert planned_names(pane) == ["llama3.1:70b"]
-        bar = pane.query_one("#whatif-bar", BudgetBar)
-        planned = [s for s in bar.segments if s.key.startswith("plan:")]
-        assert [s.label for s in planned] == ["+llama3.1:70b"]
-        assert bar.planned_bytes == planned[0].nbytes > 30e9  # a 70B model at Q4 is tens of GB
-        # The demo holds ~79 GB: with 45 more the verdict is past the aggressive line, and it says so.
-        ev = pane.evaluation
-        assert ev is not None and ev.fit.verdict not in (FITS, TIGHT)
-        assert ev.fit.verdict.upper() in verdict_text(pane)
-        assert "llama3.1:70b" in verdict_text(pane)
-
-
-async def test_drag_out_of_plan_removes_and_click_does_not() -> None:
-    async with open_whatif() as (_app, pilot, pane):
-        pane.add("qwen3:8b")
-        pane.add("f5-tts")
-        await pilot.pause()
-        plan_list = pane.query_one("#whatif-plan", OptionList)
-        await pilot.click(plan_list, offset=row_offset(plan_list, 0))  # a click only highlights
-        assert planned_names(pane) == ["qwen3:8b", "f5-tts"]
-        assert plan_list.highlighted == 0
-
-        await drag(pilot, plan_list, 0, "#whatif-catalog", (4, 3))
-
-        assert planned_names(pane) == ["f5-tts"]
-        bar = pane.query_one("#whatif-bar", BudgetBar)
-        assert [s.label for s in bar.segments if s.key.startswith("plan:")] == ["+f5-tts"]
+    assert planned_names(pane) == ["llama3.1:70b"]
+    bar = pane.query_one("#whatif-bar", BudgetBar)
+    planned = [s for s in bar.segments if s.key.startswith("plan:")]
+    assert [s.label for s in planned] == ["+llama3.1:70b"]
+    assert bar.planned_bytes == planned[0].nbytes > 30e9  # a 70B model at Q4 is tens of GB
+    # The demo holds ~79 GB: with 45 more the verdict is past the aggressive line, and it says so.
+    ev = pane.evaluation
+    assert ev is not None and ev.fit.verdict not in (FITS, TIGHT)
+    assert ev.fit.verdict.upper() in verdict_text(pane)
+    assert "llama3.1:70b" in verdict_text(pane)
 
 
-async def test_drag_within_plan_moves_item() -> None:
-    async with open_whatif() as (_app, pilot, pane):
-        for name in ("qwen3:8b", "f5-tts", "xtts-v2"):
-            pane.add(name)
-        await pilot.pause()
-        plan_list = pane.query_one("#whatif-plan", OptionList)
-        x, y = row_offset(plan_list, 0)
-        await drag(pilot, plan_list, 2, "#whatif-plan", (x, y))
-        assert planned_names(pane) == ["xtts-v2", "qwen3:8b", "f5-tts"]
+async def test_drag_out_of_plan_removes_and_click_does_not(whatif) -> None:
+    _app, pilot, pane = whatif
+    pane.add("qwen3:8b")
+    pane.add("f5-tts")
+    await pilot.pause()
+    plan_list = pane.query_one("#whatif-plan", OptionList)
+    await pilot.click(plan_list, offset=row_offset(plan_list, 0))  # a click only highlights
+    assert planned_names(pane) == ["qwen3:8b", "f5-tts"]
+    assert plan_list.highlighted == 0
+
+    await drag(pilot, plan_list, 0, "#whatif-catalog", (4, 3))
+
+    assert planned_names(pane) == ["f5-tts"]
+    bar = pane.query_one("#whatif-bar", BudgetBar)
+    assert [s.label for s in bar.segments if s.key.startswith("plan:")] == ["+f5-tts"]
 
 
-async def test_keyboard_add_and_delete() -> None:
-    async with open_whatif() as (_app, pilot, pane):
-        catalog_list = await filter_catalog(pilot, pane, "whisper")
-        catalog_list.focus()
-        catalog_list.highlighted = 0
-        first = catalog_list.options[0].id
-        await pilot.press("enter")
-        await pilot.press("space")
-        assert planned_names(pane) == [first, f"{first} #2"]
-
-        plan_list = pane.query_one("#whatif-plan", OptionList)
-        plan_list.focus()
-        plan_list.highlighted = 1
-        await pilot.press("delete")
-        assert planned_names(pane) == [first]
-        await pilot.press("delete")
-        assert planned_names(pane) == []
-        assert pane.query_one("#whatif-bar", BudgetBar).planned_bytes == 0
+async def test_drag_within_plan_moves_item(whatif) -> None:
+    _app, pilot, pane = whatif
+    for name in ("qwen3:8b", "f5-tts", "xtts-v2"):
+        pane.add(name)
+    await pilot.pause()
+    plan_list = pane.query_one("#whatif-plan", OptionList)
+    x, y = row_offset(plan_list, 0)
+    await drag(pilot, plan_list, 2, "#whatif-plan", (x, y))
+    assert planned_names(pane) == ["xtts-v2", "qwen3:8b", "f5-tts"]
 
 
-async def test_edit_parameter_changes_the_verdict() -> None:
-    async with open_whatif() as (app, pilot, pane):
-        await pilot.press("b")  # a clean machine: 70B at 4k context fits
-        assert pane.baseline().source == "clean"
-        uid = pane.add("llama3.1:70b")
-        await pilot.pause()
-        assert pane.evaluation is not None and pane.evaluation.fit.verdict == FITS
-        assert "FITS" in verdict_text(pane)
-        gb_before = pane.evaluation.items[0].total.mid
+async def test_keyboard_add_and_delete(whatif) -> None:
+    _app, pilot, pane = whatif
+    catalog_list = await filter_catalog(pilot, pane, "whisper")
+    catalog_list.focus()
+    catalog_list.highlighted = 0
+    first = catalog_list.options[0].id
+    await pilot.press("enter")
+    await pilot.press("space")
+    assert planned_names(pane) == [first, f"{first} #2"]
 
-        screen = await edit_selected(app, pilot, pane)
-        field = screen.query_one("#field-context", Input)
-        field.focus()
-        field.value = ""
-        await pilot.press(*"131072", "enter")
-        await pilot.pause()
-
-        assert not isinstance(app.screen, PlanEditScreen)
-        assert pane.plan is not None and pane.plan.resolve(uid).values["context"] == 131072
-        ev = pane.evaluation
-        assert ev is not None and ev.items[0].total.mid > gb_before + 30e9  # the KV cache of 128k tokens
-        assert ev.fit.verdict != FITS
-        assert ev.fit.verdict.upper() in verdict_text(pane) and "FITS" not in verdict_text(pane)
+    plan_list = pane.query_one("#whatif-plan", OptionList)
+    plan_list.focus()
+    plan_list.highlighted = 1
+    await pilot.press("delete")
+    assert planned_names(pane) == [first]
+    await pilot.press("delete")
+    assert planned_names(pane) == []
+    assert pane.query_one("#whatif-bar", BudgetBar).planned_bytes == 0
 
 
-async def test_edit_rejects_bad_value_and_escape_cancels() -> None:
-    async with open_whatif() as (app, pilot, pane):
-        uid = pane.add("llama3.1:70b")
-        await pilot.pause()
-        assert pane.plan is not None
-        before = dumps_plan(pane.plan)
-        screen = await edit_selected(app, pilot, pane)
-        field = screen.query_one("#field-parallel", Input)
-        field.focus()
-        field.value = ""
-        await pilot.press("0", "enter")
-        assert app.screen is screen  # still open
-        message = str(screen.query_one("#error", Static).render())
-        assert message.startswith("Parallel: must be at least 1") and "\n" not in message
-        await pilot.press("escape")
-        assert not isinstance(app.screen, PlanEditScreen)
-        assert dumps_plan(pane.plan) == before
-        assert pane.plan.resolve(uid).values["parallel"] == 1
+async def test_edit_parameter_changes_the_verdict(whatif) -> None:
+    app, pilot, pane = whatif
+    await pilot.press("b")  # a clean machine: 70B at 4k context fits
+    assert pane.baseline().source == "clean"
+    uid = pane.add("llama3.1:70b")
+    await pilot.pause()
+    assert pane.evaluation is not None and pane.evaluation.fit.verdict == FITS
+    assert "FITS" in verdict_text(pane)
+    gb_before = pane.evaluation.items[0].total.mid
+
+    screen = await edit_selected(app, pilot, pane)
+    field = screen.query_one("#field-context", Input)
+    field.focus()
+    field.value = ""
+    await pilot.press(*"131072", "enter")
+    await pilot.pause()
+
+    assert not isinstance(app.screen, PlanEditScreen)
+    assert pane.plan is not None and pane.plan.resolve(uid).values["context"] == 131072
+    ev = pane.evaluation
+    assert ev is not None and ev.items[0].total.mid > gb_before + 30e9  # the KV cache of 128k tokens
+    assert ev.fit.verdict != FITS
+    assert ev.fit.verdict.upper() in verdict_text(pane) and "FITS" not in verdict_text(pane)
+
+
+async def test_edit_rejects_bad_value_and_escape_cancels(whatif) -> None:
+    app, pilot, pane = whatif
+    uid = pane.add("llama3.1:70b")
+    await pilot.pause()
+    assert pane.plan is not None
+    before = dumps_plan(pane.plan)
+    screen = await edit_selected(app, pilot, pane)
+    field = screen.query_one("#field-parallel", Input)
+    field.focus()
+    field.value = ""
+    await pilot.press("0", "enter")
+    assert app.screen is screen  # still open
+    message = str(screen.query_one("#error", Static).render())
+    assert message.startswith("Parallel: must be at least 1") and "\n" not in message
+    await pilot.press("escape")
+    assert not isinstance(app.screen, PlanEditScreen)
+    assert dumps_plan(pane.plan) == before
+    assert pane.plan.resolve(uid).values["parallel"] == 1
 
 
 async def test_baseline_toggle_and_follows_the_app_samples() -> None:
@@ -217,133 +220,133 @@ async def test_user_catalog_entry_arrives_through_the_worker(private_home: Path)
         assert parts[0].bytes.mid == 12e9  # the user's figure (plus the CUDA context the planner adds)
 
 
-async def test_catalog_loads_in_a_worker_and_filters() -> None:
-    async with open_whatif(wait=False) as (app, pilot, pane):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        catalog_list = await filter_catalog(pilot, pane, "kind:training")
-        ids = [o.id for o in catalog_list.options]
-        assert ids and pane.catalog is not None
-        assert all(pane.catalog.entries[i].kind == "training" for i in ids)
-        await filter_catalog(pilot, pane, "no-such-workload-xyz")
-        assert [o.id for o in catalog_list.options] == [None]
+async def test_catalog_loads_in_a_worker_and_filters(whatif) -> None:
+    app, pilot, pane = whatif
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    catalog_list = await filter_catalog(pilot, pane, "kind:training")
+    ids = [o.id for o in catalog_list.options]
+    assert ids and pane.catalog is not None
+    assert all(pane.catalog.entries[i].kind == "training" for i in ids)
+    await filter_catalog(pilot, pane, "no-such-workload-xyz")
+    assert [o.id for o in catalog_list.options] == [None]
 
 
-async def test_save_confirms_overwrite_and_load_reports_line(tmp_path: Path) -> None:
-    async with open_whatif() as (app, pilot, pane):
-        pane.add("qwen3:8b")
-        await pilot.pause()
-        target = tmp_path / "plan.toml"
-        target.write_text("# keep me\n")
-        pane.plan_path = target
-        await pilot.press("s")
-        assert isinstance(app.screen, PlanFileScreen)
-        await pilot.press("enter")
-        assert isinstance(app.screen, PlanFileScreen)  # asks first
-        assert target.read_text() == "# keep me\n"
-        assert "exists" in str(app.screen.query_one("#message", Static).render())
-        await pilot.press("enter")  # confirmed
-        assert not isinstance(app.screen, PlanFileScreen)
-        assert 'name = "qwen3:8b"' in target.read_text()
+async def test_save_confirms_overwrite_and_load_reports_line(tmp_path: Path, whatif) -> None:
+    app, pilot, pane = whatif
+    pane.add("qwen3:8b")
+    await pilot.pause()
+    target = tmp_path / "plan.toml"
+    target.write_text("# keep me\n")
+    pane.plan_path = target
+    await pilot.press("s")
+    assert isinstance(app.screen, PlanFileScreen)
+    await pilot.press("enter")
+    assert isinstance(app.screen, PlanFileScreen)  # asks first
+    assert target.read_text() == "# keep me\n"
+    assert "exists" in str(app.screen.query_one("#message", Static).render())
+    await pilot.press("enter")  # confirmed
+    assert not isinstance(app.screen, PlanFileScreen)
+    assert 'name = "qwen3:8b"' in target.read_text()
 
-        bad = tmp_path / "bad.toml"
-        bad.write_text('[[workload]]\nname = "qwen3:8b"\ncontext = "lots"\n')
-        await pilot.press("l")
-        screen = app.screen
-        assert isinstance(screen, PlanFileScreen)
-        path_box = screen.query_one("#path", Input)
-        path_box.value = str(bad)
-        await pilot.press("enter")
-        message = str(screen.query_one("#message", Static).render())
-        assert message.startswith(f"{bad}:3: context:") and "\n" not in message
-        path_box.value = str(target)
-        await pilot.press("enter")
-        assert not isinstance(app.screen, PlanFileScreen)
-        assert planned_names(pane) == ["qwen3:8b"]
-        assert isinstance(pane.plan, Plan)
-
-
-async def test_edit_choice_and_switch_fields() -> None:
-    async with open_whatif() as (app, pilot, pane):
-        uid = pane.add("llama3.1:70b")
-        await pilot.pause()
-        assert pane.evaluation is not None
-        q4 = pane.evaluation.items[0].total.mid
-        screen = await edit_selected(app, pilot, pane)
-        screen.query_one("#field-quant", Select).value = "Q8_0"
-        switch = screen.query_one("#field-flash_attention", Switch)
-        assert switch.value is True
-        switch.focus()
-        await pilot.press("space")  # a Switch toggles with space
-        await pilot.press("ctrl+s")
-        assert not isinstance(app.screen, PlanEditScreen)
-        assert pane.plan is not None
-        values = pane.plan.resolve(uid).values
-        assert values["quant"] == "Q8_0" and values["flash_attention"] is False
-        assert pane.evaluation.items[0].total.mid > q4 * 1.5  # 8.5 bits a weight instead of ~4.8
-        bar = pane.query_one("#whatif-bar", BudgetBar)
-        assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[workload]]\nname = "qwen3:8b"\ncontext = "lots"\n')
+    await pilot.press("l")
+    screen = app.screen
+    assert isinstance(screen, PlanFileScreen)
+    path_box = screen.query_one("#path", Input)
+    path_box.value = str(bad)
+    await pilot.press("enter")
+    message = str(screen.query_one("#message", Static).render())
+    assert message.startswith(f"{bad}:3: context:") and "\n" not in message
+    path_box.value = str(target)
+    await pilot.press("enter")
+    assert not isinstance(app.screen, PlanFileScreen)
+    assert planned_names(pane) == ["qwen3:8b"]
+    assert isinstance(pane.plan, Plan)
 
 
-async def test_number_keys_leave_the_what_if_tab_while_its_lists_have_focus() -> None:
-    async with open_whatif() as (app, pilot, pane):
-        assert app.focused is pane.query_one("#whatif-catalog")
-        await pilot.press("1")
-        await pilot.pause()
-        assert app.query_one(TabbedContent).active == "dashboard"
-        await pilot.press("w", "tab", "1")
-        await pilot.pause()
-        assert app.query_one(TabbedContent).active == "dashboard"
+async def test_edit_choice_and_switch_fields(whatif) -> None:
+    app, pilot, pane = whatif
+    uid = pane.add("llama3.1:70b")
+    await pilot.pause()
+    assert pane.evaluation is not None
+    q4 = pane.evaluation.items[0].total.mid
+    screen = await edit_selected(app, pilot, pane)
+    screen.query_one("#field-quant", Select).value = "Q8_0"
+    switch = screen.query_one("#field-flash_attention", Switch)
+    assert switch.value is True
+    switch.focus()
+    await pilot.press("space")  # a Switch toggles with space
+    await pilot.press("ctrl+s")
+    assert not isinstance(app.screen, PlanEditScreen)
+    assert pane.plan is not None
+    values = pane.plan.resolve(uid).values
+    assert values["quant"] == "Q8_0" and values["flash_attention"] is False
+    assert pane.evaluation.items[0].total.mid > q4 * 1.5  # 8.5 bits a weight instead of ~4.8
+    bar = pane.query_one("#whatif-bar", BudgetBar)
+    assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
 
 
-async def test_the_editors_switches_say_on_or_off_in_words() -> None:
+async def test_number_keys_leave_the_what_if_tab_while_its_lists_have_focus(whatif) -> None:
+    app, pilot, pane = whatif
+    assert app.focused is pane.query_one("#whatif-catalog")
+    await pilot.press("1")
+    await pilot.pause()
+    assert app.query_one(TabbedContent).active == "dashboard"
+    await pilot.press("w", "tab", "1")
+    await pilot.pause()
+    assert app.query_one(TabbedContent).active == "dashboard"
+
+
+async def test_the_editors_switches_say_on_or_off_in_words(whatif) -> None:
     """Flash attention and checkpointing showed their state by colour only."""
-    async with open_whatif() as (app, pilot, pane):
-        assert pane.plan is not None
-        pane.plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024)
-        pane.set_plan(pane.plan)
-        await pilot.pause()
-        screen = await edit_selected(app, pilot, pane)
-        switch = screen.query_one("#field-efficient_attention", Switch)
-        row = switch.parent
-        assert row is not None
+    app, pilot, pane = whatif
+    assert pane.plan is not None
+    pane.plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024)
+    pane.set_plan(pane.plan)
+    await pilot.pause()
+    screen = await edit_selected(app, pilot, pane)
+    switch = screen.query_one("#field-efficient_attention", Switch)
+    row = switch.parent
+    assert row is not None
 
-        def row_text() -> str:
-            return " ".join(str(w.render()) for w in row.query(Label))
+    def row_text() -> str:
+        return " ".join(str(w.render()) for w in row.query(Label))
 
-        before = "on" if switch.value else "off"
-        assert row_text().split()[-1] == before, row_text()
-        switch.focus()
-        await pilot.press("space")
-        await pilot.pause()
-        assert row_text().split()[-1] == ("off" if before == "on" else "on"), row_text()
-        assert screen.query_one("#field-gradient_checkpointing", Switch).parent is not None
+    before = "on" if switch.value else "off"
+    assert row_text().split()[-1] == before, row_text()
+    switch.focus()
+    await pilot.press("space")
+    await pilot.pause()
+    assert row_text().split()[-1] == ("off" if before == "on" else "on"), row_text()
+    assert screen.query_one("#field-gradient_checkpointing", Switch).parent is not None
 
 
-async def test_edit_loss_kernel_and_dataloader_workers_of_a_training_run() -> None:
-    async with open_whatif() as (app, pilot, pane):
-        assert pane.plan is not None
-        item = pane.plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024)
-        pane.set_plan(pane.plan)
-        await pilot.pause()
-        assert pane.evaluation is not None
-        before = pane.evaluation.items[0]
-        screen = await edit_selected(app, pilot, pane)
-        loss = screen.query_one("#field-loss", Select)
-        assert loss.value == "hf"
-        loss.value = "fused"
-        workers = screen.query_one("#field-dataloader_workers", Input)
-        workers.focus()
-        workers.value = ""
-        await pilot.press("4", "ctrl+s")
-        await pilot.pause()
-        assert not isinstance(app.screen, PlanEditScreen)
-        values = pane.plan.resolve(item.uid).values
-        assert values["loss"] == "fused" and values["dataloader_workers"] == 4
-        after = pane.evaluation.items[0]
-        assert after.total.mid < before.total.mid - 14e9  # no full logits kept
-        assert after.estimate.side_total("host").mid > before.estimate.side_total("host").mid
-        assert 'loss = "fused"' in dumps_plan(pane.plan)
+async def test_edit_loss_kernel_and_dataloader_workers_of_a_training_run(whatif) -> None:
+    app, pilot, pane = whatif
+    assert pane.plan is not None
+    item = pane.plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024)
+    pane.set_plan(pane.plan)
+    await pilot.pause()
+    assert pane.evaluation is not None
+    before = pane.evaluation.items[0]
+    screen = await edit_selected(app, pilot, pane)
+    loss = screen.query_one("#field-loss", Select)
+    assert loss.value == "hf"
+    loss.value = "fused"
+    workers = screen.query_one("#field-dataloader_workers", Input)
+    workers.focus()
+    workers.value = ""
+    await pilot.press("4", "ctrl+s")
+    await pilot.pause()
+    assert not isinstance(app.screen, PlanEditScreen)
+    values = pane.plan.resolve(item.uid).values
+    assert values["loss"] == "fused" and values["dataloader_workers"] == 4
+    after = pane.evaluation.items[0]
+    assert after.total.mid < before.total.mid - 14e9  # no full logits kept
+    assert after.estimate.side_total("host").mid > before.estimate.side_total("host").mid
+    assert 'loss = "fused"' in dumps_plan(pane.plan)
 
 
 def small_machine(used_gb: float = 3.0, total_gb: float = 25.3):
@@ -353,30 +356,30 @@ def small_machine(used_gb: float = 3.0, total_gb: float = 25.3):
     )
 
 
-async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> None:
+async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys, whatif) -> None:
     import json
 
     from sparktop.commands.plan import main as plan_main
 
     snap = small_machine()
-    async with open_whatif() as (_app, pilot, pane):
-        pane.refresh_baseline(snap)
-        assert pane.plan is not None
-        pane.plan.add("thing", memory_gb=17, gpu_use="none")
-        pane.set_plan(pane.plan)
-        await pilot.pause()
-        ev = pane.evaluation
-        assert ev is not None and ev.baseline.source == "live"
-        # 20 GB on a 25.3 GB machine: over its scaled aggressive line (100/128 of the pool), not "under 80 GB"
-        assert ev.lines.scaled and ev.lines.safe == pytest.approx(25.3e9 * 80 / 128)
-        assert ev.fit.verdict == "OOM risk"
-        text = verdict_text(pane)
-        assert "OOM RISK" in text and "under the 80 GB safe line" not in text
-        bar = pane.query_one("#whatif-bar", BudgetBar)
-        assert bar.state == "over-aggressive"  # the bar draws the verdict's lines, not 80/100 GB
-        shown = screen_text(_app)
-        assert "safe 15.8 GB" in shown and "15.81" not in shown  # a scaled line, at the figures it has
-        tab_reason = ev.fit.reason
+    _app, pilot, pane = whatif
+    pane.refresh_baseline(snap)
+    assert pane.plan is not None
+    pane.plan.add("thing", memory_gb=17, gpu_use="none")
+    pane.set_plan(pane.plan)
+    await pilot.pause()
+    ev = pane.evaluation
+    assert ev is not None and ev.baseline.source == "live"
+    # 20 GB on a 25.3 GB machine: over its scaled aggressive line (100/128 of the pool), not "under 80 GB"
+    assert ev.lines.scaled and ev.lines.safe == pytest.approx(25.3e9 * 80 / 128)
+    assert ev.fit.verdict == "OOM risk"
+    text = verdict_text(pane)
+    assert "OOM RISK" in text and "under the 80 GB safe line" not in text
+    bar = pane.query_one("#whatif-bar", BudgetBar)
+    assert bar.state == "over-aggressive"  # the bar draws the verdict's lines, not 80/100 GB
+    shown = screen_text(_app)
+    assert "safe 15.8 GB" in shown and "15.81" not in shown  # a scaled line, at the figures it has
+    tab_reason = ev.fit.reason
 
     code = plan_main(
         ["--json", "--no-discover", "thing,memory_gb=17,gpu_use=none"], baseline_provider=lambda: snap
@@ -387,7 +390,7 @@ async def test_the_tab_and_sparktop_plan_agree_on_a_small_machine(capsys) -> Non
     assert data["lines_gb"]["safe"] == pytest.approx(25.3 * 80 / 128, abs=0.01)
 
 
-async def test_the_tab_plans_gpu_memory_against_a_discrete_gpu() -> None:
+async def test_the_tab_plans_gpu_memory_against_a_discrete_gpu(whatif) -> None:
     import time
 
     from sparktop.core.snapshot import GpuProcess, GpuReport, GpuState, HostMemory, Snapshot
@@ -409,53 +412,53 @@ async def test_the_tab_plans_gpu_memory_against_a_discrete_gpu() -> None:
         gpu=GpuReport(available=True, gpus=[gpu]),
         hostname="h100-box",
     )
-    async with open_whatif() as (_app, pilot, pane):
-        pane.refresh_baseline(snap)
-        assert pane.plan is not None
-        pane.plan.add(kind="training", model="qwen3-0.6b", batch=16, seq_len=1024)
-        pane.set_plan(pane.plan)
-        await pilot.pause()
-        ev = pane.evaluation
-        assert ev is not None and ev.gpu_fit is not None
-        assert ev.gpu_fit.verdict == "won't fit" and ev.fit.verdict == "fits"
-        text = verdict_text(pane)
-        assert "GPU mem  WON'T FIT" in text and "Memory   FITS" in text
-        # the GPU at 100 % is running work that joins the compute verdict, with the device's own SM count
-        assert "running now (pid 9) and sft qwen3-0.6b share the 132 SMs" in text
+    _app, pilot, pane = whatif
+    pane.refresh_baseline(snap)
+    assert pane.plan is not None
+    pane.plan.add(kind="training", model="qwen3-0.6b", batch=16, seq_len=1024)
+    pane.set_plan(pane.plan)
+    await pilot.pause()
+    ev = pane.evaluation
+    assert ev is not None and ev.gpu_fit is not None
+    assert ev.gpu_fit.verdict == "won't fit" and ev.fit.verdict == "fits"
+    text = verdict_text(pane)
+    assert "GPU mem  WON'T FIT" in text and "Memory   FITS" in text
+    # the GPU at 100 % is running work that joins the compute verdict, with the device's own SM count
+    assert "running now (pid 9) and sft qwen3-0.6b share the 132 SMs" in text
 
 
-async def test_the_baseline_head_is_styled_in_both_modes_and_quotes_a_host_plainly() -> None:
+async def test_the_baseline_head_is_styled_in_both_modes_and_quotes_a_host_plainly(whatif) -> None:
     """The head is built from a markup template with the values put in as text: a host named like markup
     is shown as it is, and neither mode shows a markup tag."""
-    async with open_whatif() as (_app, pilot, pane):
-        assert pane.snapshot is not None
-        pane.snapshot.hostname = "[/b]evil[red]"
-        await pilot.press("b", "b", "b")  # clean, Spark, then live again: the head drawn afresh each time
-        head = pane.query_one("#whatif-head", Static)
-        live = head.render()
-        assert "[/b]evil[red]" in str(live) and "[dim]" not in str(live)
-        await pilot.press("b")
-        clean = head.render()
-        assert "clean [/b]evil[red]" in str(clean) and "[b]" not in str(clean) and "[dim]" not in str(clean)
-        assert isinstance(clean, Content)
-        assert any(clean.plain[span.start : span.end] == "clean [/b]evil[red]" for span in clean.spans)
+    _app, pilot, pane = whatif
+    assert pane.snapshot is not None
+    pane.refresh_baseline(pane.snapshot.model_copy(update={"hostname": "[/b]evil[red]"}))
+    await pilot.press("b", "b", "b")  # clean, Spark, then live again: the head drawn afresh each time
+    head = pane.query_one("#whatif-head", Static)
+    live = head.render()
+    assert "[/b]evil[red]" in str(live) and "[dim]" not in str(live)
+    await pilot.press("b")
+    clean = head.render()
+    assert "clean [/b]evil[red]" in str(clean) and "[b]" not in str(clean) and "[dim]" not in str(clean)
+    assert isinstance(clean, Content)
+    assert any(clean.plain[span.start : span.end] == "clean [/b]evil[red]" for span in clean.spans)
 
 
-async def test_the_catalog_and_plan_borders_show_in_a_browser_too() -> None:
+async def test_the_catalog_and_plan_borders_show_in_a_browser_too(whatif) -> None:
     """The plan's border was OptionList's `tall` one in `$border-blurry`: eighth-block glyphs that the browser
     view (xterm.js) draws as a hairline, in a colour close to the background: nearly invisible."""
-    async with open_whatif() as (app, _pilot, pane):
-        for list_id in ("#whatif-plan", "#whatif-catalog"):
-            box = pane.query_one(list_id, OptionList)
-            edges = (box.styles.border_top, box.styles.border_right, box.styles.border_bottom,
-                     box.styles.border_left)  # fmt: skip
-            for kind, color in edges:
-                assert kind == "round", (list_id, kind)
-                background = app.screen.styles.background
-                assert color.a >= 0.5 and abs(color.brightness - background.brightness) > 0.2, (
-                    list_id,
-                    color,
-                )
+    app, _pilot, pane = whatif
+    for list_id in ("#whatif-plan", "#whatif-catalog"):
+        box = pane.query_one(list_id, OptionList)
+        edges = (box.styles.border_top, box.styles.border_right, box.styles.border_bottom,
+                 box.styles.border_left)  # fmt: skip
+        for kind, color in edges:
+            assert kind == "round", (list_id, kind)
+            background = app.screen.styles.background
+            assert color.a >= 0.5 and abs(color.brightness - background.brightness) > 0.2, (
+                list_id,
+                color,
+            )
 
 
 @pytest.mark.parametrize("units", ["GB", "GiB"])
@@ -477,23 +480,23 @@ async def test_the_head_gives_the_pool_as_the_verdict_and_the_bar_do(units: str)
         assert f"of {in_head} GB" in title, title
 
 
-async def test_the_plan_shows_its_rows_in_a_60x18_terminal() -> None:
+async def test_the_plan_shows_its_rows_in_a_60x18_terminal(whatif) -> None:
     """At 60x18 the plan list got 45 % of what was left: its borders and no row (issue 32, Rough). A short
     pane drops the hint and folds the legend to one line, and the plan keeps three rows."""
-    app = make_app(warmup=5)
-    async with app.run_test(size=(60, 18)) as pilot:
-        pane = await show_whatif(app, pilot)
-        pane.add("llama3.1:8b")
-        pane.add("gemma2:27b")
-        await pilot.pause()
-        plan_list = pane.query_one("#whatif-plan", OptionList)
-        assert plan_list.scrollable_content_region.height >= 3, plan_list.size
-        text = screen_text(app)
-        assert "llama3.1:8b" in text and "gemma2:27b" in text, text
-        # Back in a tall terminal the hint is there again.
-        await pilot.resize_terminal(120, 36)
-        await pilot.pause()
-        assert pane.query_one("#whatif-hint", Static).display
+    app, pilot, pane = whatif
+    await pilot.resize_terminal(60, 18)
+    pane.add("llama3.1:8b")
+    pane.add("gemma2:27b")
+    await pilot.pause()
+    plan_list = pane.query_one("#whatif-plan", OptionList)
+    assert plan_list.scrollable_content_region.height >= 3, plan_list.size
+    text = screen_text(app)
+    assert "llama3.1:8b" in text and "gemma2:27b" in text, text
+    assert not pane.query_one("#whatif-hint", Static).display
+    # Back in a tall terminal the hint is there again.
+    await pilot.resize_terminal(120, 36)
+    await pilot.pause()
+    assert pane.query_one("#whatif-hint", Static).display
 
 
 async def test_the_head_gives_what_is_in_use_as_the_verdict_does_and_fits_80_columns() -> None:
@@ -513,23 +516,22 @@ async def test_the_head_gives_what_is_in_use_as_the_verdict_does_and_fits_80_col
     assert "pool 130.7 GB" in text, text
 
 
-async def test_at_60_columns_the_head_is_one_line_and_plan_rows_keep_their_size() -> None:
+async def test_at_60_columns_the_head_is_one_line_and_plan_rows_keep_their_size(whatif) -> None:
     """At 60x18 the head wrapped between "pool 130.7" and its "GB", and a plan row was cut at "4.5 GB…"
     (issue 32, Rough): the head drops what does not fit, in each baseline, and a row's name gives way to
     its size."""
-    app = make_app(warmup=5)
-    async with app.run_test(size=(60, 18)) as pilot:
-        pane = await show_whatif(app, pilot)
-        pane.add("chatterbox-tts")
-        pane.add("llama3.1:8b")
+    _app, pilot, pane = whatif
+    await pilot.resize_terminal(60, 18)
+    pane.add("chatterbox-tts")
+    pane.add("llama3.1:8b")
+    await pilot.pause()
+    heads = []
+    for _ in range(3):  # live, clean, Spark
+        head = pane.query_one("#whatif-head", Static)
+        heads.append((head.size.height, str(head.render())))
+        await pilot.press("b")
         await pilot.pause()
-        heads = []
-        for _ in range(3):  # live, clean, Spark
-            head = pane.query_one("#whatif-head", Static)
-            heads.append((head.size.height, str(head.render())))
-            await pilot.press("b")
-            await pilot.pause()
-        rows = [str(option.prompt) for option in pane.query_one("#whatif-plan", OptionList).options]
+    rows = [str(option.prompt) for option in pane.query_one("#whatif-plan", OptionList).options]
     assert all(height == 1 for height, _ in heads), heads
     assert all(re.search(r"\(pool \d+\.\d GB\)", text) for _, text in heads), heads
     assert len(rows) == 2 and all(re.search(r"\d+\.\d GB", row) for row in rows), rows
