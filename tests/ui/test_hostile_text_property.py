@@ -10,22 +10,36 @@ import asyncio
 import contextlib
 import io
 import json
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from textual.content import Content
 from textual.widgets import TabbedContent
 
+from sparktop.analysis.served import served_split, split_models
 from sparktop.commands import plan as plan_cli
 from sparktop.commands.dashboard import summarize
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.core.safe_text import has_raw_controls, json_visible, visible
 from sparktop.core.snapshot import Snapshot
+from sparktop.session.rows import cell_text, container_rows, process_rows
+from sparktop.session.session import Session
 from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
+from sparktop.stopping.stop_book import StopBook
 from sparktop.ui.app import SparktopApp
-from sparktop.ui.screens.confirm import ConfirmScreen
+from sparktop.ui.screens.confirm import ConfirmScreen, project_dialog, stop_dialog
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
+from sparktop.ui.toasts import plain_toast
+from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.ui.demo_app import screen_text, wait_for_catalog
+from tests.ui.demo_session import default_palette
+
+if TYPE_CHECKING:
+    from sparktop.plan.catalog import Catalog
 
 NASTY = (
     "\x1b]2;PWNED\x07\x1b[31m\x9b\x1b[2J\u202e\u2066\u200f\u2028\r\n\t\x00\x7f"  # controls, bidi, breaks
@@ -109,10 +123,82 @@ async def _drive(texts: list[str], tmp: Path) -> list[str]:
     return screens
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@lru_cache(maxsize=1)
+def _demo_samples() -> tuple[str, str]:
+    """HostileSource's two warm-up samples before the texts go in (the demo is deterministic)."""
+    source = DemoSource(scenario="default", seed=0)
+    return source.sample().model_dump_json(), source.sample().model_dump_json()
+
+
+def _hostile_session(texts: list[str]) -> Session:
+    """What the dashboard's session holds after HostileSource's warm-up (warmup=2), without the dashboard."""
+    session = Session.for_config(Config())
+    for line in _demo_samples():
+        session.ingest(hostile_snapshot(Snapshot.model_validate_json(line), texts), analyse=False)
+    session.analyse()
+    return session
+
+
+@lru_cache(maxsize=1)
+def _builtin_catalog() -> Catalog:
+    from sparktop.plan.catalog import load_catalog
+
+    return load_catalog(False, discover=False)
+
+
+def _shown(lines: list[str | Content]) -> str:
+    return "\n".join(line.plain if isinstance(line, Content) else line for line in lines)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts=st.lists(hostile, min_size=3, max_size=8))
+@example(texts=["", "\r", ""])
+@example(texts=[NASTY, "[/b]evil", "x\\" + NASTY, "名😀" * 5000])  # the nastiest of each kind, always
+def test_every_text_the_dashboard_draws_is_plain(texts: list[str]) -> None:
+    """Many examples through the functions that make the dashboard's text (the budget bar, the tables' rows
+    and cells, the stop and project dialogs, a toast quoting a theme or workload name),
+    with no app; test_dashboard_renders_any_text_plainly takes a few of them through the dashboard itself
+    (the status line, which lays its notices out with the app's console, is drawn there)."""
+    from sparktop.plan import Plan, PlanError
+
+    session = _hostile_session(texts)
+    snap = session.latest
+    assert snap is not None and snap.accounting is not None
+    config = Config()
+    shown: list[str] = []
+    bar = BudgetBar()
+    bar.show(snap.accounting, snap.memory.total, 80 * 10**9, 100 * 10**9, config.units, default_palette())
+    shown.append(bar.render().plain)
+    served = served_split(snap, split_models(snap) or snap.accounting)
+    for rows, specs in (
+        (container_rows(snap, session.rate_per_min, served), CONTAINER_COLUMN_SPECS),
+        (process_rows(snap, session.rate_per_min, served), PROCESS_COLUMN_SPECS),
+    ):
+        for row in rows:
+            for key, value in row.values.items():
+                if key in specs:
+                    cell = cell_text(specs[key], value, config.units, "", warn_rate=1e18, warn_color="red")
+                    shown.append(cell.text)
+    book = StopBook(DemoSource(), units=config.units, controller=None)
+    targets = [book.target(c, snap) for c in snap.containers]
+    for dialog in [stop_dialog(t, config.units, 10) for t in targets] + [
+        project_dialog(visible(texts[0]), targets, config.units, 10)
+    ]:
+        shown += [dialog.title_text, _shown(dialog.lines)]
+    try:
+        Plan(_builtin_catalog()).add(texts[2])
+    except PlanError as exc:
+        shown += plain_toast(str(exc), "plan", markup=False)
+    shown += plain_toast(f"unknown theme {texts[1]!r}", texts[1], markup=True)
+    for text in shown:
+        assert not has_raw_controls(text), repr(text[:200])
+
+
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(hostile, min_size=3, max_size=8))
 @example(texts=["", "\r", ""])  # a theme name of only a carriage return once failed the test's own setup
 def test_dashboard_renders_any_text_plainly(texts: list[str], tmp_path_factory) -> None:
+    """A few examples through the whole dashboard (each starts an app): what reaches the terminal."""
     tmp = tmp_path_factory.mktemp("hostile")
     for screen in asyncio.run(_drive(texts, tmp)):
         assert not has_raw_controls(screen), repr(screen[:200])
@@ -121,7 +207,7 @@ def test_dashboard_renders_any_text_plainly(texts: list[str], tmp_path_factory) 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(hostile, min_size=1, max_size=8))
 def test_once_output_has_no_raw_controls(texts: list[str]) -> None:
-    snapshot = hostile_snapshot(DemoSource().sample(), texts)
+    snapshot = hostile_snapshot(Snapshot.model_validate_json(_demo_samples()[0]), texts)  # DemoSource()
     from sparktop.analysis.accounting import account
 
     snapshot.accounting = account(snapshot.memory, snapshot.gpu, snapshot.processes, snapshot.containers)
