@@ -153,6 +153,19 @@ def shared_app(scenario: str = "default", warmup: int = WARMUP, size: tuple[int,
     return fixture
 
 
+async def reset_dashboard(app: SparktopApp, pilot: Pilot, size: tuple[int, int] = (120, 36)) -> None:
+    """A shared dashboard (shared_app) as it starts: no dialog or toast, the terminal at `size`, the first
+    tab shown. For a module's tests that change those and nothing else (a sort, a filter or a cursor is not
+    put back: such a test keeps an app of its own)."""
+    while app.screen is not app.dashboard:
+        app.pop_screen()
+    app.clear_notifications()
+    if tuple(app.size) != size:
+        await pilot.resize_terminal(*size)
+    await pilot.press("1")
+    await pilot.pause()
+
+
 WHATIF_SIZE = (120, 36)
 
 

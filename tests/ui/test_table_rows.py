@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from sparktop.core.format import fmt_cell, fmt_rate_cell
@@ -19,9 +21,21 @@ from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.execing import wrapper_that_execs
 from tests.fixtures.sources import NoDocker, NoGpu
-from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app, screen_text
+from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app, reset_dashboard, screen_text, shared_app
 
 MIB = 1024**2
+
+# The checks that read a table (at a size, on a tab) share one dashboard after seven minutes of the demo (the
+# trend column filled), put back at 120x36 on its first tab before each; they run in the module's event loop
+# (`in_module_loop`).
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+seven_minutes = shared_app(warmup=SEVEN_MINUTES)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def dashboard(seven_minutes: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
+    await reset_dashboard(*seven_minutes)
+    return seven_minutes
 
 
 def units_of(cells: list[str]) -> set[str]:
@@ -38,34 +52,35 @@ def test_cell_helpers() -> None:
     assert fmt_rate_cell(0) == "0 MiB" and fmt_rate_cell(None) == "—"
 
 
-async def test_each_cell_has_its_own_unit() -> None:
+@in_module_loop
+async def test_each_cell_has_its_own_unit(dashboard: tuple[SparktopApp, Pilot]) -> None:
     """A column took the unit of its largest row: beside one big row every small one read `0.00` (GiB), a
     50 MiB process as `0.05`. Each cell now names its unit, as btop writes them; no cell reads as zero that
     holds memory."""
-    app = make_app()
-    async with app.run_test(size=(160, 40)) as pilot:
-        for tab, table_type in (("2", ContainersTable), ("3", ProcessesTable)):
-            await pilot.press(tab)
-            await pilot.pause()
-            table = app.query_one(table_type)
-            for key in table.column_keys:
-                kind = table.specs[key].kind
-                if kind not in ("bytes", "rate"):
-                    continue
-                for row_key in (
-                    table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)
-                ):
-                    value = table._rows[row_key].values.get(key)
-                    cell = table.get_cell(row_key, key).plain
-                    if value is None:
-                        assert cell in ("—", "·"), (key, cell)
-                    elif kind == "bytes":
-                        assert cell == fmt_cell(value), (key, value, cell)
-                        assert value == 0 or not cell.startswith("0 "), (key, value, cell)
-        processes = app.query_one(ProcessesTable)
-        cells = column_cells(processes, "rss")
-        assert any(c.endswith(" GiB") for c in cells) and any(c.endswith(" MiB") for c in cells)
-        assert not any(c.startswith("0.0") for c in cells)
+    app, pilot = dashboard
+    await pilot.resize_terminal(160, 40)
+    for tab, table_type in (("2", ContainersTable), ("3", ProcessesTable)):
+        await pilot.press(tab)
+        await pilot.pause()
+        table = app.query_one(table_type)
+        for key in table.column_keys:
+            kind = table.specs[key].kind
+            if kind not in ("bytes", "rate"):
+                continue
+            for row_key in (
+                table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)
+            ):
+                value = table._rows[row_key].values.get(key)
+                cell = table.get_cell(row_key, key).plain
+                if value is None:
+                    assert cell in ("—", "·"), (key, cell)
+                elif kind == "bytes":
+                    assert cell == fmt_cell(value), (key, value, cell)
+                    assert value == 0 or not cell.startswith("0 "), (key, value, cell)
+    processes = app.query_one(ProcessesTable)
+    cells = column_cells(processes, "rss")
+    assert any(c.endswith(" GiB") for c in cells) and any(c.endswith(" MiB") for c in cells)
+    assert not any(c.startswith("0.0") for c in cells)
 
 
 async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
@@ -115,17 +130,17 @@ def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
     assert row.values["total"] == proc.rss // 3 + (proc.gpu_bytes or 0) and "pss" not in row.styles
 
 
-async def test_the_command_line_has_room_at_120_columns() -> None:
+@in_module_loop
+async def test_the_command_line_has_room_at_120_columns(dashboard: tuple[SparktopApp, Pilot]) -> None:
     """At 120 columns the command column was 9 characters wide (units in every cell, wide name columns). A
     unit in every cell again (issue 23: `0.00` beside a big row) and the sm column leave it 13: more than
     the 9 of old, and a start of the command to recognise."""
-    app = make_app(warmup=SEVEN_MINUTES)  # the trend column is filled
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("3")
-        await pilot.pause()
-        table = app.query_one(ProcessesTable)
-        assert table.columns["command"].width >= 12, table.columns["command"].width
-        assert any(cell.startswith("python3 train.py") for cell in column_cells(table, "command"))
+    app, pilot = dashboard  # the trend column is filled
+    await pilot.press("3")
+    await pilot.pause()
+    table = app.query_one(ProcessesTable)
+    assert table.columns["command"].width >= 12, table.columns["command"].width
+    assert any(cell.startswith("python3 train.py") for cell in column_cells(table, "command"))
 
 
 async def test_a_process_that_execs_is_shown_by_what_it_runs_now(tmp_path: Path) -> None:
@@ -259,35 +274,34 @@ async def test_a_filter_that_matches_nothing_says_so() -> None:
         assert not note.display
 
 
+@in_module_loop
 @pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("tab", ["2", "3"], ids=["containers", "processes"])
-async def test_a_narrow_terminal_shows_whole_columns_with_the_total(size: tuple[int, int], tab: str) -> None:
+async def test_a_narrow_terminal_shows_whole_columns_with_the_total(
+    size: tuple[int, int], tab: str, dashboard: tuple[SparktopApp, Pilot]
+) -> None:
     """At 60x18 the Processes table was cut in its total column ("tot", "36"), and at 60 the Containers table
     showed names and no size (issue 32, Rough): the text columns give up width (with "…") and the columns
     that still do not fit go whole, so every column shown fits and the memory columns stay."""
-    app = make_app(warmup=SEVEN_MINUTES)
-    async with app.run_test(size=size) as pilot:
-        await pilot.press(tab)
-        await pilot.pause()
-        table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
-        widths = sum(column.get_render_width(table) for column in table.columns.values())
-        assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (widths, table.size)
-        essentials = ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
-        assert all(key in table.column_keys for key in essentials), table.column_keys
-        screen = screen_text(app)
-        assert "total ▼" in screen, screen
-        totals = column_cells(table, "total")
-        assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), totals
-        # A name cut to its column says so with "…", and the whole name is still what the row holds.
-        names = column_cells(table, "name")
-        name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
-        assert all(len(n) <= 32 for n in names) and name_width >= 8
-    # Back at 120 columns every configured column is there again.
-    app = make_app(warmup=SEVEN_MINUTES)
-    async with app.run_test(size=size) as pilot:
-        await pilot.press(tab)
-        await pilot.pause()
-        await pilot.resize_terminal(200, 60)
-        await pilot.pause()
-        table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
-        assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden]
+    app, pilot = dashboard
+    await pilot.resize_terminal(*size)
+    await pilot.press(tab)
+    await pilot.pause()
+    table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
+    widths = sum(column.get_render_width(table) for column in table.columns.values())
+    assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (widths, table.size)
+    essentials = ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
+    assert all(key in table.column_keys for key in essentials), table.column_keys
+    screen = screen_text(app)
+    assert "total ▼" in screen, screen
+    totals = column_cells(table, "total")
+    assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), totals
+    # A name cut to its column says so with "…", and the whole name is still what the row holds.
+    names = column_cells(table, "name")
+    name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
+    assert all(len(n) <= 32 for n in names) and name_width >= 8
+    # In a wide terminal every configured column is there again.
+    await pilot.resize_terminal(200, 60)
+    await pilot.pause()
+    table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
+    assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden]
