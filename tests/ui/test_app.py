@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+import pytest_asyncio
 from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent
 
@@ -25,7 +26,7 @@ from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
-from tests.ui.demo_app import SEVEN_MINUTES, make_app, shared_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app, reset_dashboard, shared_app
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")  # seven_minutes below: one app for the module
 
@@ -40,6 +41,13 @@ def table_keys(table) -> list[str]:
 
 # One dashboard after seven minutes of the demo for the checks that only read its first frame.
 seven_minutes = shared_app(warmup=SEVEN_MINUTES)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def dashboard(seven_minutes: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
+    """The shared dashboard for a test that opens a dialog, resizes or changes tab: put back first."""
+    await reset_dashboard(*seven_minutes)
+    return seven_minutes
 
 
 async def test_dashboard_shows_pool_state_and_segments(seven_minutes: tuple[SparktopApp, Pilot]):
@@ -69,13 +77,6 @@ async def test_creep_alert_names_the_training_run(seven_minutes: tuple[SparktopA
     assert "aggressive 100 GB in ~" in text
     # Nothing else creeps: one-off steps and noise stay quiet.
     assert [a.label for a in app.session.creep] == ["ssd-tetris-train-1"]
-
-
-async def test_no_creep_alert_when_nothing_grows():
-    app = make_app("audio", warmup=SEVEN_MINUTES)  # past the creep window: nothing was judged creeping
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        assert not app.query_one(CreepAlerts).display
 
 
 async def test_critical_pressure_is_impossible_to_miss():
@@ -323,38 +324,35 @@ async def test_theme_switch_recolours_the_bar():
         assert {"sparktop-dark", "sparktop-light", "sparktop-high-contrast", "sparktop-nvidia"} <= seen
 
 
-async def test_help_screen():
-    app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        await pilot.press("escape")
-        assert not isinstance(app.screen, HelpScreen)
+async def test_help_screen(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.press("question_mark")
+    assert isinstance(app.screen, HelpScreen)
+    await pilot.press("escape")
+    assert not isinstance(app.screen, HelpScreen)
 
 
-async def test_command_palette_lists_the_apps_actions():
-    app = make_app()
-    async with app.run_test(size=(120, 36)):
-        titles = {command.title for command in app.get_system_commands(app.screen)}
-        assert {"Pause / resume", "Refresh faster", "Refresh slower", "Next sparktop theme", "Filter tables",
-                "Help", "Show containers"} <= titles  # fmt: skip
+async def test_command_palette_lists_the_apps_actions(seven_minutes: tuple[SparktopApp, Pilot]):
+    app, _pilot = seven_minutes
+    titles = {command.title for command in app.get_system_commands(app.screen)}
+    assert {"Pause / resume", "Refresh faster", "Refresh slower", "Next sparktop theme", "Filter tables",
+            "Help", "Show containers"} <= titles  # fmt: skip
 
 
-async def test_the_palette_offers_one_way_to_pick_a_theme():
+async def test_the_palette_offers_one_way_to_pick_a_theme(dashboard: tuple[SparktopApp, Pilot]):
     """The palette listed Textual's `Theme` (every built-in theme) beside `Next sparktop theme` (t)."""
     from textual.command import CommandList, CommandPalette
 
-    app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("ctrl+p")
-        await pilot.press(*"theme")
-        await pilot.pause(0.3)
-        palette = app.screen
-        assert isinstance(palette, CommandPalette)
-        found = palette.query_one(CommandList)
-        prompts = [str(found.get_option_at_index(i).prompt) for i in range(found.option_count)]
-        assert any("Next sparktop theme" in p for p in prompts), prompts
-        assert not any(p.split("\n")[0].strip() == "Theme" for p in prompts), prompts
+    app, pilot = dashboard
+    await pilot.press("ctrl+p")
+    await pilot.press(*"theme")
+    await pilot.pause(0.3)
+    palette = app.screen
+    assert isinstance(palette, CommandPalette)
+    found = palette.query_one(CommandList)
+    prompts = [str(found.get_option_at_index(i).prompt) for i in range(found.option_count)]
+    assert any("Next sparktop theme" in p for p in prompts), prompts
+    assert not any(p.split("\n")[0].strip() == "Theme" for p in prompts), prompts
 
 
 def _no_overlap(app: SparktopApp) -> None:
@@ -370,26 +368,25 @@ def _no_overlap(app: SparktopApp) -> None:
             assert not ra.overlaps(rb), f"{a} overlaps {b}"
 
 
-async def test_fits_80x24_and_200x60():
-    app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.resize_terminal(80, 24)
-        await pilot.pause()
-        assert app.has_class("-short") and not app.has_class("-too-small")
-        _no_overlap(app)
-        # The essentials are on screen at 80×24: the bar with its state, GPU and pressure.
-        for selector in ("#bar", "#gpu", "#pressure"):
-            assert app.query_one(selector).region.height > 0
-        assert app.query_one(BudgetBar).region.height >= 4
-        await pilot.press("2")
-        assert app.query_one(ContainersTable).region.height >= 5
+async def test_fits_80x24_and_200x60(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.resize_terminal(80, 24)
+    await pilot.pause()
+    assert app.has_class("-short") and not app.has_class("-too-small")
+    _no_overlap(app)
+    # The essentials are on screen at 80×24: the bar with its state, GPU and pressure.
+    for selector in ("#bar", "#gpu", "#pressure"):
+        assert app.query_one(selector).region.height > 0
+    assert app.query_one(BudgetBar).region.height >= 4
+    await pilot.press("2")
+    assert app.query_one(ContainersTable).region.height >= 5
 
-        await pilot.resize_terminal(200, 60)
-        await pilot.press("1")
-        await pilot.pause()
-        assert app.has_class("-tall") and app.has_class("-wide")
-        _no_overlap(app)
-        assert app.query_one("#summary").region.height > 5
+    await pilot.resize_terminal(200, 60)
+    await pilot.press("1")
+    await pilot.pause()
+    assert app.has_class("-tall") and app.has_class("-wide")
+    _no_overlap(app)
+    assert app.query_one("#summary").region.height > 5
 
 
 async def test_too_small_terminal_shows_a_message():
