@@ -196,7 +196,9 @@ def test_every_text_the_dashboard_draws_is_plain(texts: list[str]) -> None:
 
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(hostile, min_size=3, max_size=8))
-@example(texts=["", "\r", ""])  # a theme name of only a carriage return once failed the test's own setup
+# Every nasty kind in one example, always; with a theme name of only a carriage return, which once failed the
+# test's own setup.
+@example(texts=[NASTY, "\r", "x\\" + NASTY])
 def test_dashboard_renders_any_text_plainly(texts: list[str], tmp_path_factory) -> None:
     """A few examples through the whole dashboard (each starts an app): what reaches the terminal."""
     tmp = tmp_path_factory.mktemp("hostile")
