@@ -150,7 +150,7 @@ def _shown(lines: list[str | Content]) -> str:
     return "\n".join(line.plain if isinstance(line, Content) else line for line in lines)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(texts=st.lists(hostile, min_size=3, max_size=8))
 @example(texts=["", "\r", ""])
 @example(texts=[NASTY, "[/b]evil", "x\\" + NASTY, "名😀" * 5000])  # the nastiest of each kind, always
