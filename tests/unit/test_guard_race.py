@@ -5,12 +5,15 @@ the live machine, stops the grower before it reaches the size that would alone t
 floor, and signals no decoy.
 
 The machine is shared: sizes are drawn from the MemAvailable of the moment (the trigger a step below it,
-the grower's cap, "the floor", further down), the grower's pace is slowed by the load, and only our own
-processes (a marker in their command lines) are ever matched. In all it holds under 1 GB (about half that
-when the guard does its job), and only for seconds: other tests on the machine watch MemAvailable too."""
+the grower's cap, "the floor", further down), the grower takes one step per tick of the guard's loop (a
+loaded machine slows both alike: in a full CI run a grower on its own clock reached its cap while the
+guard's samples lagged), and only our own processes (a marker in their command lines) are ever matched. In
+all it holds under 1 GB (about half that when the guard does its job), and only for seconds: other tests on
+the machine watch MemAvailable too."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -32,6 +35,8 @@ from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings, StopRule
 from tests.fixtures.memavailable import memavailable_turn
 
+TICK_S = 0.5  # the guard's loop here; the grower takes one step a tick
+
 TRAIN = textwrap.dedent(
     """
     import signal, sys, time
@@ -47,14 +52,13 @@ TRAIN = textwrap.dedent(
     hold = [bytearray(b"\\1") * (mib << 20)]  # written, so resident
     print("ready", flush=True)
     if role == "grow":
-        step, cap, pause = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
-        sys.stdin.readline()
+        step, cap = int(sys.argv[4]), int(sys.argv[5])
         total = mib
-        while total + step <= cap:
+        while total + step <= cap and sys.stdin.readline():  # a step each time it is told
             hold.append(bytearray(b"\\1") * (step << 20))
             total += step
-            time.sleep(pause)
-        print("cap", flush=True)
+        if total + step > cap:
+            print("cap", flush=True)
     while True:
         time.sleep(1)
     """
@@ -131,7 +135,6 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(
     gap_mib = max(64, min(192, available // MIB // 16))
     cap_mib = gap_mib * 4
     step_mib = max(4, gap_mib // 16)
-    pause = 0.1 * load_factor()  # a busy machine ticks the guard late: the grower slows down as much
     children: list[subprocess.Popen[str]] = []
     try:
         nobody = launch(
@@ -149,7 +152,7 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(
         )  # fmt: skip
         children.append(renamed)
         grower = launch(
-            [python, "train.py", marker, "grow", "16", str(step_mib), str(cap_mib), f"{pause:.3f}"],
+            [python, "train.py", marker, "grow", "16", str(step_mib), str(cap_mib)],
             shared_dir,
             stdin=True,
         )
@@ -170,26 +173,34 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(
         guard = Guard(settings, session, Alerts(journal=False, out=io.StringIO()))
         lowest = [available]
 
+        def step() -> None:
+            """One step of the grower's (its growth is paced by the guard's ticks, not by a clock)."""
+            assert grower.stdin is not None
+            with contextlib.suppress(OSError, ValueError):  # stopped: its pipe is closed
+                grower.stdin.write("step\n")
+                grower.stdin.flush()
+
         def watch(snapshot):
             lowest[0] = min(lowest[0], snapshot.memory.available)
-            return guard.on_snapshot(snapshot)
+            actions = guard.on_snapshot(snapshot)
+            step()
+            return actions
 
-        runner = SessionRunner(source, session, 0.5, on_snapshot=watch)
+        runner = SessionRunner(source, session, TICK_S, on_snapshot=watch)
         first = runner.tick()  # every contestant seen once before the grower starts
         assert first is not None
         matched = {p.pid for p in first.processes if marker in p.cmdline}
         assert {c.pid for c in children} <= matched
-        assert grower.stdin is not None
-        grower.stdin.write("go\n")
-        grower.stdin.flush()
         # The guard's loop starts once the grower has grown a little, so that even a trigger pulled at once
         # by someone else's allocation finds it growing: the choice is what this test is about.
-        started_rss, grow_deadline = rss(grower.pid), time.monotonic() + 10 * pause + 30 * load_factor()
+        started_rss, grow_deadline = rss(grower.pid), time.monotonic() + 30 * load_factor()
+        step()
+        step()
         while rss(grower.pid) < started_rss + 2 * step_mib * MIB:
             assert time.monotonic() < grow_deadline, "the grower never grew"
             time.sleep(0.02)
         runner.start()
-        deadline = time.monotonic() + (cap_mib / step_mib * pause) + 30 * load_factor()
+        deadline = time.monotonic() + (cap_mib / step_mib * TICK_S + 30) * load_factor()
         try:
             while grower.poll() is None:
                 assert time.monotonic() < deadline, ([a.message for a in guard.actions], lowest[0] - floor)
