@@ -81,14 +81,16 @@ async def burst(port: int, path: str, timeout: float) -> Counter[str]:
 def test_a_thousand_concurrent_scrapes_all_answer(exporter: Exporter) -> None:
     """socketserver's listen backlog of 5 dropped the burst's SYNs: 304 of 1,000 had no answer in 20 s."""
     started = time.monotonic()
-    statuses = asyncio.run(burst(exporter.port, "/metrics", timeout=10.0))
+    # Each scrape's own wait stretched by the load (two suites side by side left 97 of 1,000 unanswered in a
+    # fixed 10 s), kept under the 20 s in which the defect left 304 with no answer at all.
+    statuses = asyncio.run(burst(exporter.port, "/metrics", timeout=wall_limit(10.0, defect=20.0)))
     elapsed = time.monotonic() - started
     # Every connection answered: 200, or on a loaded machine "busy, retry in 1 s" (a request waits 2 s for
     # one of the 16 slots; with the rest of the suite beside it, a third of them did). Before: hundreds had no
     # answer at all.
     assert sum(statuses.values()) == BURST and set(statuses) <= {"200", "503"}, statuses
     assert statuses["200"] >= BURST // 4, statuses
-    # Each scrape answered within its 10 s; the burst as a whole within the issue's 20 s (the client's own
+    # Each scrape answered within its wait; the burst as a whole within the issue's 20 s (the client's own
     # 1,000 connects are staggered on a loaded machine: 10.03 s once in CI's run beside an install).
     assert elapsed < wall_limit(20.0, defect=60), f"the burst took {elapsed:.1f} s"
 
