@@ -154,17 +154,25 @@ def builtin_theme_files() -> list[tuple[str, str]]:
     return [(f"themes/{p.name}", p.read_text(encoding="utf-8")) for p in sorted(repo.glob("*.toml"))]
 
 
-def theme_names(user_dir: Path | None = None) -> list[str]:
-    """The names the shipped and the user's theme files give themselves, sorted, without Textual (shell
-    completion offers them; the dashboard still checks each file whole when it loads it)."""
+def theme_sources(user_dir: Path | None = None) -> tuple[list[tuple[str, str]], list[str]]:
+    """(source, text) of the shipped theme files, then the user's (which override them by name), and one
+    message per user file that could not be read."""
     sources = builtin_theme_files()
+    errors: list[str] = []
     folder = user_dir if user_dir is not None else user_theme_dir()
     if folder.is_dir():
         for path in sorted(folder.glob("*.toml")):
             try:
                 sources.append((str(path), read_text(path)))
-            except SettingsError:
-                continue
+            except SettingsError as exc:
+                errors.append(str(exc))
+    return sources, errors
+
+
+def theme_names(user_dir: Path | None = None) -> list[str]:
+    """The names the shipped and the user's theme files give themselves, sorted, without Textual (shell
+    completion offers them; the dashboard still checks each file whole when it loads it)."""
+    sources, _unreadable = theme_sources(user_dir)
     names: set[str] = set()
     for source, text in sources:
         try:

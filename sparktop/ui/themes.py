@@ -24,8 +24,8 @@ from textual.color import Color, ColorParseError
 from textual.css.styles import Styles
 from textual.theme import Theme
 
-from sparktop.settings.files import SettingsError, read_text, user_theme_dir
-from sparktop.settings.theme import PALETTE_KEYS, ThemeChecks, builtin_theme_files, read_theme
+from sparktop.settings.files import SettingsError
+from sparktop.settings.theme import PALETTE_KEYS, ThemeChecks, read_theme, theme_sources
 
 DEFAULT_THEME = "sparktop-dark"
 
@@ -145,15 +145,7 @@ def load_themes(user_dir: Path | None = None) -> tuple[dict[str, SparkTheme], li
     """All valid themes by name, in name order (the order `t` cycles them and the command palette lists
     them; user files override shipped ones of the same name), and one message per file that was skipped."""
     themes: dict[str, SparkTheme] = {}
-    errors: list[str] = []
-    sources = builtin_theme_files()
-    folder = user_dir if user_dir is not None else user_theme_dir()
-    if folder.is_dir():
-        for path in sorted(folder.glob("*.toml")):
-            try:
-                sources.append((str(path), read_text(path)))
-            except SettingsError as exc:
-                errors.append(str(exc))
+    sources, errors = theme_sources(user_dir)
     for source, text in sources:
         try:
             spark = parse_theme(text, source)

@@ -16,17 +16,8 @@ from pathlib import Path
 import pytest
 
 from sparktop.core.snapshot import Snapshot
-from sparktop.sources.replay import START, ReplayEnded, ReplaySource, format_clock
-from tests.fixtures.recordings import T0, demo_snapshots, write_recording
-
-
-def play_all(replay: ReplaySource) -> tuple[list[Snapshot], ReplayEnded]:
-    out = []
-    while True:
-        try:
-            out.append(replay.sample())
-        except ReplayEnded as end:
-            return out, end
+from sparktop.sources.replay import START, ReplaySource, format_clock
+from tests.fixtures.recordings import T0, demo_snapshots, play_all, write_recording
 
 
 def within(seconds: float, job: threading.Thread) -> bool:

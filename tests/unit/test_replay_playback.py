@@ -15,19 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sparktop.core.snapshot import Snapshot
 from sparktop.sources.recording import Recorder
-from sparktop.sources.replay import ReplayEnded, ReplaySource
-from tests.fixtures.recordings import T0, demo_snapshots, write_recording
-
-
-def play_all(replay: ReplaySource) -> tuple[list[Snapshot], ReplayEnded]:
-    out = []
-    while True:
-        try:
-            out.append(replay.sample())
-        except ReplayEnded as end:
-            return out, end
+from sparktop.sources.replay import ReplaySource
+from tests.fixtures.recordings import T0, demo_snapshots, play_all, write_recording
 
 
 def test_the_end_of_a_recording_is_reported_with_its_length(tmp_path: Path) -> None:
