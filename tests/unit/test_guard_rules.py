@@ -282,3 +282,40 @@ def test_the_guard_itself_pid_1_and_kernel_threads_never_match() -> None:
     matched = {m.process.pid for m in match_rule(StopRule(process="*"), snapshot).matches if m.process}
     assert matched and os.getpid() not in matched and 1 not in matched
     assert not matched & set(kernel_threads)
+
+
+def test_no_unmatched_alert_above_the_floor_nor_again_once_the_trigger_lifts() -> None:
+    """What must not trigger it: a policy whose rule matches nothing, with MemAvailable above the floor, says
+    nothing; a dip under the floor says it once, and once the pool is back over the floor it is not repeated
+    (the repeat is for a trigger that lasts)."""
+    now = [1000.0]
+    out = io.StringIO()
+    settings = GuardSettings(floor_gb=8, stop=[StopRule(process="python3 train.py*")])
+    session = Session(clock=lambda: now[0])
+    guard = Guard(settings, session, Alerts(journal=False, out=out), dry_run=True, clock=lambda: now[0])
+    unrelated = ProcessInfo(pid=42, name="bash", cmdline="bash", user="root", rss=GIB)
+
+    def tick(available_gib: float) -> None:
+        now[0] += 1
+        snapshot = Snapshot(
+            timestamp=now[0],
+            memory=HostMemory(
+                total=24 * GIB, available=int(available_gib * GIB), free=int(available_gib * GIB)
+            ),
+            gpu=GpuReport(available=False, reason="none"),
+            processes=[unrelated],
+        )
+        guard.on_snapshot(session.ingest(snapshot))
+
+    try:
+        for _ in range(30):
+            tick(20)  # well above the floor: nothing to say, however little the rules match
+        assert ": unmatched: " not in out.getvalue()
+        for _ in range(3):
+            tick(2)  # under the floor
+        for _ in range(int(UNMATCHED_REPEAT_S) + 30):
+            tick(20)  # back over it, for longer than the repeat interval
+    finally:
+        guard.close()
+    said = [line for line in out.getvalue().splitlines() if ": unmatched: " in line]
+    assert len(said) == 1, said
