@@ -1,9 +1,10 @@
 """The planner's training estimates against measured runs: every row of
 tests/data/measured-h100-training.jsonl (17 runs of the Qwen3-0.6B architecture on one NVIDIA H100 80 GB,
-driver 580.159.04) and of tests/data/measured-h100-training-qwen3-1.7b.jsonl (10 runs, 9 of them Qwen3-1.7B,
-a model the estimator was never compared with; tests/data/README.md for both), estimated through `sparktop
-plan` as a user would write the run, and compared with the measured total (NVML per-process GPU memory + the
-process's peak RSS).
+driver 580.159.04), of tests/data/measured-h100-training-qwen3-1.7b.jsonl (10 runs on the same kind of H100,
+9 of them Qwen3-1.7B) and of tests/data/measured-h200-training.jsonl (9 runs on an NVIDIA H200 of
+Llama-3.2-1B, Qwen3-4B and Qwen2.5-1.5B; tests/data/README.md for all three), estimated through `sparktop
+plan` as a user would write the run, and compared with the measured total (NVML per-process GPU memory +
+the process's peak RSS).
 
     python bench/bench_estimator.py             # a text table
     python bench/bench_estimator.py --markdown  # the README's table
@@ -27,9 +28,14 @@ from sparktop.plan.catalog import load_catalog  # noqa: E402
 from sparktop.plan.estimate import GB  # noqa: E402
 
 DATA = [REPO / "tests" / "data" / name for name in (
-    "measured-h100-training.jsonl", "measured-h100-training-qwen3-1.7b.jsonl"
+    "measured-h100-training.jsonl", "measured-h100-training-qwen3-1.7b.jsonl", "measured-h200-training.jsonl"
 )]  # fmt: skip
-HARDWARE = "NVIDIA H100 80 GB (132 SMs), driver 580.159.04, PyTorch 2 + transformers"
+# The H100 tables predate the `gpu` field; every run was on one NVIDIA H100 80 GB, driver 580.159.04.
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def gpu(row: dict[str, Any]) -> str:
+    return str(row.get("gpu", H100))
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -72,27 +78,28 @@ def main() -> int:
         low, mid, high = estimate(row, catalog)
         error = mid / measured - 1
         inside = low <= measured <= high
-        results.append((describe(row), measured, low, mid, high, error, inside))
-    bad = [r for r in results if abs(r[5]) > 0.10 or not r[6]]
+        results.append((describe(row), gpu(row), measured, low, mid, high, error, inside))
+    bad = [r for r in results if abs(r[6]) > 0.10 or not r[7]]
     if args.markdown:
-        print("| run | measured GB | estimate low / mid / high | error of mid | inside the range |")
-        print("|---|---|---|---|---|")
-        for name, measured, low, mid, high, error, inside in results:
-            print(
-                f"| {name} | {measured:.1f} | {low:.1f} / {mid:.1f} / {high:.1f} | {error:+.1%} | "
-                f"{'yes' if inside else 'NO'} |"
-            )
+        print("| run | GPU | measured GB | estimate low / mid / high | error of mid | inside the range |")
+        print("|---|---|---|---|---|---|")
+        for name, card, measured, low, mid, high, error, inside in results:
+            figures = f"{measured:.1f} | {low:.1f} / {mid:.1f} / {high:.1f} | {error:+.1%}"
+            print(f"| {name} | {card.removeprefix('NVIDIA ')} | {figures} | {'yes' if inside else 'NO'} |")
     else:
-        print(f"Measured on {HARDWARE}; GB = 1e9 bytes; measured = NVML per-process + peak RSS")
-        print(f"{'run':<54}{'measured':>9}{'low':>8}{'mid':>8}{'high':>8}{'error':>9}  inside")
-        for name, measured, low, mid, high, error, inside in results:
+        cards = ", ".join(sorted({card for _, card, *_ in results}))
+        print(
+            f"Measured on {cards} (driver 580.159.04); GB = 1e9 bytes; measured = NVML per-process + peak RSS"
+        )
+        print(f"{'run':<54}{'GPU':>22}{'measured':>9}{'low':>8}{'mid':>8}{'high':>8}{'error':>9}  inside")
+        for name, card, measured, low, mid, high, error, inside in results:
             print(
-                f"{name:<54}{measured:>9.1f}{low:>8.1f}{mid:>8.1f}{high:>8.1f}{error:>+9.1%}  "
+                f"{name:<54}{card:>22}{measured:>9.1f}{low:>8.1f}{mid:>8.1f}{high:>8.1f}{error:>+9.1%}  "
                 f"{'yes' if inside else 'NO'}"
             )
-    worst = max(results, key=lambda r: abs(r[5]))
+    worst = max(results, key=lambda r: abs(r[6]))
     print(
-        f"\n{len(results)} runs; worst error of mid {worst[5]:+.1%} ({worst[0]}); "
+        f"\n{len(results)} runs; worst error of mid {worst[6]:+.1%} ({worst[0]}); "
         f"{len(results) - len(bad)} of {len(results)} within 10 % and inside low..high",
         file=sys.stderr,
     )
