@@ -16,6 +16,7 @@ from sparktop.sources.demo import DemoSource
 from sparktop.sources.recording import Recorder
 from sparktop.sources.replay import EmptyRecording, ReplayEnded, ReplaySource
 from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted
+from tests.fixtures.signals import ctrl_c_raises
 
 
 def write_demo(path: Path, n: int, seed: int = 0, mode: str = "new") -> list[Snapshot]:
@@ -217,17 +218,34 @@ def test_record_refuses_an_existing_file(tmp_path):
 def test_record_stops_cleanly_on_ctrl_c(tmp_path):
     path = tmp_path / "rec.jsonl"
     clock = FakeClock()
+    lines = 0
 
     def interrupt_on_third(snapshot: Snapshot) -> None:
-        if len(path.read_text().splitlines()) == 3:
+        nonlocal lines
+        lines += 1
+        if lines == 3:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: KeyboardInterrupt on the main thread, in record()
 
-    count = record_or_fail(DemoSource(), path, on_tick=interrupt_on_third, monotonic=clock, wait=clock.sleep)
-    assert count >= 3  # the ticks taken before the main thread had the signal, each written whole
+    with ctrl_c_raises():
+        count = record_or_fail(
+            DemoSource(),
+            path,
+            on_tick=interrupt_on_third,
+            monotonic=clock,
+            wait=clock.sleep,
+            duration=UNHEARD,
+        )
+    assert 3 <= count < UNHEARD  # the ticks taken before the main thread had the signal, each written whole
     replay = ReplaySource(path)
     for _ in range(count):
         replay.sample()
     assert replay.finished and replay.warnings == []
+
+
+# Ticks on a fake clock come back to back: the main thread hears a Ctrl-C within its next second's slice of
+# join(), a few hundred ticks at most even on a loaded machine. A recording this long (a fake 5000 s) means
+# it never did: the test fails instead of recording for ever.
+UNHEARD = 5000
 
 
 def record_or_fail(*args, **kwargs) -> int:
@@ -252,7 +270,8 @@ def test_record_stops_cleanly_on_ctrl_c_while_its_thread_starts(tmp_path, monkey
         return started
 
     monkeypatch.setattr(SessionRunner, "start", start_then_ctrl_c)
-    count = record_or_fail(DemoSource(), path, monotonic=clock, wait=clock.sleep)
+    with ctrl_c_raises():
+        count = record_or_fail(DemoSource(), path, monotonic=clock, wait=clock.sleep, duration=UNHEARD)
     assert count >= 1
     replay = ReplaySource(path)
     for _ in range(count):

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 
 import pytest
 
 from sparktop.commands.common import interrupt_on_stop_signals
+from tests.fixtures.signals import handlers_kept
 
 
 @pytest.fixture
 def restored_handlers():
-    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    yield
-    for signum, handler in saved.items():
-        signal.signal(signum, handler)
+    with handlers_kept():
+        yield
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
@@ -36,8 +36,14 @@ def test_a_stop_signal_interrupts_the_main_thread_holding_a_lock(restored_handle
 def test_a_stop_signal_ends_a_wait_nothing_else_would_end(restored_handlers) -> None:
     interrupt_on_stop_signals(signal.SIGTERM)
     never = threading.Event()
-    timer = threading.Timer(0.05, signal.raise_signal, (signal.SIGTERM,))  # delivered to the main thread
+    # To the main thread itself (raise_signal from the timer's thread would interrupt that thread, and the
+    # main thread would only see the signal when its wait had run out).
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(0.05, signal.pthread_kill, (main, signal.SIGTERM))
+    started = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        never.wait(10)
+        never.wait(30)
     timer.join()
+    assert time.monotonic() - started < 15, "the wait ran out before the signal ended it"
