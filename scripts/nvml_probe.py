@@ -15,6 +15,7 @@ error is printed as NVML's name for it, never hidden.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import time
 from collections.abc import Callable
 from typing import Any
@@ -49,9 +50,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--window", type=float, default=2.0, help="seconds of samples to ask for (default 2)")
     args = parser.parse_args()
-    pynvml.nvmlInit()
     try:
-        library = getattr(pynvml, "__version__", "?")
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        print(f"nvml_probe: NVML cannot start here: {exc}")
+        return 1
+    try:
+        try:  # pynvml has no __version__; the distribution's metadata has it
+            library = importlib.metadata.version("nvidia-ml-py")
+        except importlib.metadata.PackageNotFoundError:
+            library = "?"
         print(f"driver {pynvml.nvmlSystemGetDriverVersion()}, nvidia-ml-py {library}")
         for index in range(pynvml.nvmlDeviceGetCount()):
             probe_device(index, pynvml.nvmlDeviceGetHandleByIndex(index), args.window)
