@@ -80,6 +80,10 @@ NOT_BEFORE_FIRST_FRAME = (
     "sparktop.footprints.store",
 )
 
+# Not sparktop's dependencies any more, imported neither before nor after the first frame: the history chart
+# (drawn, with data, by the first frame) makes its own braille cells (sparktop/ui/widgets/braille_plot.py).
+NEVER_IMPORTED = ("plotext", "textual_plotext")
+
 
 def modules_at_first_frame(*args: str) -> set[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -98,12 +102,14 @@ def modules_at_first_frame(*args: str) -> set[str]:
     return set(json.loads(line.removeprefix("MODULES ")))
 
 
-def too_early(modules: set[str]) -> list[str]:
+def under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
     return sorted(
-        name
-        for name in modules
-        if any(name == banned or name.startswith(banned + ".") for banned in NOT_BEFORE_FIRST_FRAME)
+        name for name in modules if any(name == top or name.startswith(top + ".") for top in packages)
     )
+
+
+def too_early(modules: set[str]) -> list[str]:
+    return under(modules, NOT_BEFORE_FIRST_FRAME)
 
 
 @pytest.mark.parametrize("args", [("--demo",), ()], ids=["demo", "live"])
@@ -112,3 +118,5 @@ def test_first_frame_imports_only_what_it_draws(args: tuple[str, ...]) -> None:
     modules = modules_at_first_frame(*args, "--interval", "3600")
     assert "sparktop.ui.app" in modules and "textual.app" in modules  # the probe saw the real start
     assert too_early(modules) == []
+    assert under(modules, NEVER_IMPORTED) == []
+    assert "sparktop.ui.widgets.braille_plot" in modules  # the chart was drawn: the check saw its imports

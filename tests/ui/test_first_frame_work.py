@@ -1,9 +1,9 @@
 """What the dashboard draws before its first frame with data (issue 33: a btop-class start): the history
-chart (plotext, the costliest view) is built once, at the size the layout gives it once the first data has
+chart (the costliest view) is built once, at the size the layout gives it once the first data has
 filled the panels above it, and the footer builds its keys once, however often the bindings signal fires
 while the screen mounts.
 
-Deterministic: it counts plotext builds and footer rebuilds up to the app's first-frame hook, started as the
+Deterministic: it counts chart builds and footer rebuilds up to the app's first-frame hook, started as the
 command line starts it (its own timer, the first tick on a worker thread), never how long they took."""
 
 from __future__ import annotations
@@ -11,30 +11,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual_plotext import PlotextPlot
 
 from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.footer import Footer
+from sparktop.ui.widgets.history_chart import HistoryChart
 
 
 async def test_chart_and_footer_are_built_once_before_the_first_frame(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    counts = {"plotext builds": 0, "footer rebuilds": 0}
+    counts = {"chart builds": 0, "footer rebuilds": 0}
     at_first_frame: dict[str, int] = {}
-    render, recompose = PlotextPlot.render, Footer.recompose
+    build, recompose = HistoryChart._build, Footer.recompose
 
-    def counting_render(plot: PlotextPlot) -> object:
-        counts["plotext builds"] += 1
-        return render(plot)
+    def counting_build(chart: HistoryChart, args) -> object:
+        counts["chart builds"] += 1
+        return build(chart, args)
 
     async def counting_recompose(footer: Footer) -> None:
         counts["footer rebuilds"] += 1
         await recompose(footer)
 
-    monkeypatch.setattr(PlotextPlot, "render", counting_render)
+    monkeypatch.setattr(HistoryChart, "_build", counting_build)
     monkeypatch.setattr(Footer, "recompose", counting_recompose)
     app = SparktopApp(
         DemoSource(seed=0),
@@ -49,7 +49,7 @@ async def test_chart_and_footer_are_built_once_before_the_first_frame(
                 break
             await pilot.pause(0.01)
         assert app.session.latest is not None, "no first sample"
-        assert at_first_frame == {"plotext builds": 1, "footer rebuilds": 1}
+        assert at_first_frame == {"chart builds": 1, "footer rebuilds": 1}
         chart_lines = [
             strip.text
             for strip in app.query_one("HistoryChart").render_lines(

@@ -6,9 +6,10 @@ import copy
 import functools
 import re
 
-from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.color import Color
+from textual.geometry import Region
+from textual.strip import Strip
 
 from sparktop.analysis.history import History
 from sparktop.analysis.trend import CreepAlert, detect_creep
@@ -54,10 +55,14 @@ def _demo_run(scenario: str) -> tuple[dict[int, History], int]:
     return kept, snapshot.memory.total
 
 
+def chart_strips(chart: HistoryChart) -> list[Strip]:
+    """What the chart puts on the screen now, line by line (as the compositor asks for it)."""
+    return chart.render_lines(Region(0, 0, chart.size.width, chart.size.height))
+
+
 def chart_text(chart: HistoryChart) -> str:
-    """What the chart draws, without colours (plotext's own output at the widget's size)."""
-    chart.plt.plotsize(chart.size.width, chart.size.height)
-    return Text.from_ansi(chart.plt.build()).plain
+    """What the chart draws, without colours."""
+    return "\n".join(strip.text for strip in chart_strips(chart))
 
 
 async def test_chart_draws_used_top_consumers_and_lines_from_demo_snapshots() -> None:
@@ -98,7 +103,7 @@ async def test_a_short_history_comes_in_from_the_right_of_a_short_axis() -> None
         assert chart.shown_span(history.times()) == 60.0
         plot_rows = chart_text(chart).splitlines()[8:-3]
         # Nothing in the left quarter (no data 40 s ago on a 60 s axis) ...
-        width = max(len(row) for row in plot_rows)  # plotext's own width
+        width = max(len(row) for row in plot_rows)
         left = [row[6 : width // 4] for row in plot_rows]
         assert not any(ch in row for row in left for ch in "⠁⠂⠄⡀⠈⠐⠠⢀⣀⠤⠒⠉")
         # ... and the 40 s drawn across more than half of the plot, not a few columns at its edge.
@@ -171,13 +176,12 @@ async def test_used_stays_drawn_where_a_consumer_shares_its_cells() -> None:
         chart.redraw(history, SAFE, AGGRESSIVE, 128 * GB, colors={"container:x": "#ff00ff"})
         await pilot.pause()
         colours = set()
-        for line in Text.from_ansi(chart.plt.build()).split("\n"):
-            if re.search(r"[A-Za-z]", line.plain):
+        for strip in chart_strips(chart):
+            if re.search(r"[A-Za-z]", strip.text):
                 continue  # the legend, the line labels, the axes' words: only the data cells count
-            for span in line.spans:
-                cells = line.plain[span.start : span.end]
-                style = span.style
-                if any("\u2800" < ch <= "\u28ff" for ch in cells) and style.color is not None:
+            for segment in strip:
+                style = segment.style
+                if any("\u2800" < ch <= "\u28ff" for ch in segment.text) and style and style.color:
                     colours.add(style.color.triplet.hex.lower())
         foreground = Color.parse(app.theme_variables["foreground"]).hex.lower()
         assert foreground in colours and "#ff00ff" not in colours, colours
@@ -365,32 +369,32 @@ async def test_line_labels_stay_whole_when_the_chart_is_laid_out_smaller() -> No
 
 
 async def test_the_dashboard_start_draws_the_chart_once_at_its_laid_out_size(monkeypatch) -> None:
-    """plotext is the costliest view to draw: the start built it four times (twice at no size, then on the
+    """The chart is the costliest view to draw: the start built it four times (twice at no size, then on the
     resize, then again after the tab's layout with the same data; later, once before the layout the first
     data gives and once after). A repeat with nothing new builds nothing; a new sample, a new size and a new
     theme each build."""
-    from textual_plotext import PlotextPlot
-
     from tests.ui.demo_app import make_app
 
     sizes: list[tuple[int, int]] = []
-    render = PlotextPlot.render
+    build = HistoryChart._build
 
-    def counting(self: PlotextPlot) -> object:
+    def counting(self: HistoryChart, args) -> object:
         sizes.append((self.size.width, self.size.height))
-        return render(self)
+        return build(self, args)
 
-    monkeypatch.setattr(PlotextPlot, "render", counting)
+    monkeypatch.setattr(HistoryChart, "_build", counting)
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         chart = app.query_one(HistoryChart)
         assert sizes == [(chart.size.width, chart.size.height)] and chart.size.area > 0
         assert "used" in chart_text(chart)
+        assert len(sizes) == 1  # reading what is on screen builds nothing
         app.dashboard._redraw_chart(force=True)  # what a switch back to the Dashboard asks for
         assert len(sizes) == 1
         await app.refresh_once()  # a new point (drawn by the tick itself or by the switch below, once)
         app.dashboard._redraw_chart(force=True)
+        chart_text(chart)
         assert len(sizes) == 2
         await pilot.resize_terminal(100, 30)
         await pilot.pause()

@@ -127,8 +127,8 @@ async def test_a_hidden_tab_shows_the_latest_data_when_it_comes_back() -> None:
 async def test_the_chart_waits_for_its_cadence_when_the_largest_consumers_swap_places(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """On a busy machine the largest consumers change places most ticks: the chart (plotext, the costliest
-    view) was drawn on each of those ticks; a name arriving for a consumer it shows is still drawn at once."""
+    """On a busy machine the largest consumers change places most ticks: the chart (the costliest view to
+    draw) was drawn on each of those ticks; a name arriving for a consumer it shows is still drawn at once."""
     app = make_app(warmup=400)  # a ten-minute axis: several seconds a column
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()

@@ -68,7 +68,8 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
 
 
 def test_every_dependency_has_a_floor_that_exists() -> None:
-    # textual-plotext>=1.0 allowed 1.0.0, which needs textual<0.87; CI installs the floors: scripts/floors.py
+    # A floor may not install beside the rest (a former dependency's 1.0.0 needed textual<0.87): CI installs
+    # the floors, scripts/floors.py
     for requirement in runtime_requirements():
         assert ">=" in requirement, requirement
 

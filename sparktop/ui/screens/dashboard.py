@@ -55,8 +55,9 @@ if TYPE_CHECKING:
     from sparktop.session.playback import Playback
     from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 
-# plotext costs ~10 ms a draw, the most of any view: the chart (minutes to hours wide) is drawn again when
-# new data moves it by a column, and never more often than this.
+# The chart costs a few ms a draw (braille cells: ~3 ms at 120x36, where plotext took 12-30), the most of
+# any view: it (minutes to hours wide) is drawn again when new data moves it by a column, and never more
+# often than this.
 CHART_MIN_REDRAW_S = 5.0
 CHART_TOP_N = 4  # consumers drawn in the history chart
 _DIGITS = re.compile(r"\d+")
@@ -302,8 +303,8 @@ class DashboardScreen(Screen[None]):
 
     def _redraw_chart(self, force: bool = False) -> None:
         """The history chart, its consumers in the same colours as their bar segments. Redrawn when the new
-        data moves it by at least a column, and at most every CHART_MIN_REDRAW_S (plotext is the costliest
-        view to draw)."""
+        data moves it by at least a column, and at most every CHART_MIN_REDRAW_S (the costliest view to
+        draw)."""
         session = self.host.session
         assert session.latest is not None
         chart = self.query_one(HistoryChart)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import pairwise
 
-from rich.text import Text
-from textual.app import RenderResult
+from rich.style import Style
+from rich.text import Span, Text
 from textual.color import Color
 from textual.strip import Strip
-from textual_plotext import PlotextPlot
 
 from sparktop.analysis.history import History
 from sparktop.core.format import fmt_gb, fmt_size, unit_size
 from sparktop.ui.themes import derive_palette
+from sparktop.ui.widgets.braille_plot import BraillePlot, Colour, Run
 from sparktop.ui.widgets.redraw import LineDiffWidget
 
 _LABEL_WIDTH = 22
@@ -43,24 +44,30 @@ def _downsample(
     peak in it (a spike must not vanish because the widget is narrow)."""
     if len(times) <= bins or end <= start:
         return times, columns
-    out_t: list[float] = []
-    out: dict[str, list[int | None]] = {name: [] for name in columns}
-    current = -1
     scale = bins / (end - start)
-    for i, t in enumerate(times):
-        b = min(bins - 1, int((t - start) * scale))
-        if b != current:
-            current = b
-            out_t.append(t)
-            for name, values in columns.items():
-                out[name].append(values[i])
+
+    def slice_of(t: float) -> int:
+        return min(bins - 1, int((t - start) * scale))
+
+    # Where each slice's points begin (the times are sorted): found by bisection, not a pass over every point.
+    edges = [0]
+    for k in range(slice_of(times[0]) + 1, bins):
+        edge = bisect_left(times, k, edges[-1], key=slice_of)
+        if edge > edges[-1]:
+            edges.append(edge)
+    if edges[-1] < len(times):
+        edges.append(len(times))
+    out_t = [times[i - 1] for i in edges[1:]]
+    out: dict[str, list[int | None]] = {}
+    for name, values in columns.items():
+        if None not in values:
+            out[name] = [max(values[first:after]) for first, after in pairwise(edges)]  # type: ignore[type-var]
             continue
-        out_t[-1] = t
-        for name, values in columns.items():
-            v = values[i]
-            last = out[name][-1]
-            if v is not None and (last is None or v > last):
-                out[name][-1] = v
+        peaks: list[int | None] = []
+        for first, after in pairwise(edges):
+            known = [v for v in values[first:after] if v is not None]
+            peaks.append(max(known) if known else None)
+        out[name] = peaks
     return out_t, out
 
 
@@ -88,13 +95,13 @@ def _x_label(x: float, unit: str = "") -> str:
     return "now" if x == 0 else f"{x:g}{unit}"
 
 
-class HistoryChart(LineDiffWidget, PlotextPlot):
-    """Call `redraw(history, safe_bytes, max_bytes, pool_bytes, units)` after each tick. Drawn line by line
-    (LineDiffWidget): a new draw repaints only the chart rows that changed, without Textual's costly
-    conversion of plotext's whole text."""
+class HistoryChart(LineDiffWidget):
+    """Call `redraw(history, safe_bytes, max_bytes, pool_bytes, units)` after each tick. Drawn in braille
+    cells (BraillePlot), line by line (LineDiffWidget): a new draw repaints only the rows that changed."""
 
     DEFAULT_CSS = """
     HistoryChart {
+        width: 1fr;
         height: 1fr;
         min-height: 8;
     }
@@ -111,6 +118,7 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         super().__init__(name=name, id=id, classes=classes)
         self._args: _Args | None = None
         self._drawn: tuple[object, ...] | None = None  # what the last draw drew, from _drawing()
+        self._lines: list[Text] | None = None  # the figure of _drawn, made when its lines are first asked for
         self._figure_shown = False  # the lines on screen are a figure (not the blank before any data)
 
     def shown_span(self, times: list[float]) -> float:
@@ -122,7 +130,6 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         return self.shown_span(times) / max(1, self.size.width - 8)
 
     def on_mount(self) -> None:
-        # PlotextPlot's own on_mount (called too) re-themes the background; the line colours are ours.
         self.watch(self.app, "theme", self._theme_changed, init=False)
 
     def on_resize(self) -> None:
@@ -131,12 +138,8 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         if self._args is not None and self._drawing(self._args) != self._drawn:
             self._draw(self._args)
 
-    def render(self) -> RenderResult:
-        # Before any data there is nothing to plot: an empty figure would cost a plotext build all the same.
-        if self._args is None:
-            return Text("")
-        self._figure_shown = True
-        return super().render()
+    def render(self) -> Text:
+        return Text("\n").join(self._dl_lines())
 
     def render_line(self, y: int) -> Strip:
         # Laid out since the data came, or anew since the last draw (the first data filled the panels above,
@@ -144,6 +147,15 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         if self._args is not None and (self._drawn is None or self._drawn[-1] != self.size):
             self._set_up(self._args)
         return super().render_line(y)
+
+    def _dl_lines(self) -> list[Text]:
+        # Before any data there is nothing to plot: blank.
+        if self._args is None:
+            return []
+        self._figure_shown = True
+        if self._lines is None:
+            self._lines = self._build(self._args)
+        return list(self._lines)  # a copy: LineDiffWidget keeps and updates the list it is given
 
     def _theme_changed(self) -> None:
         if self._args is not None:
@@ -172,19 +184,11 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
 
     def _drawing(self, a: _Args) -> tuple[object, ...]:
         """What a draw of `a` depends on besides the theme (whose change always draws): equal means the
-        same picture. plotext is the costliest view to draw; this spares the dashboard's start two
+        same picture. The chart is the costliest view to draw; this spares the dashboard's start two
         draws at no size and one repeat."""
         history = a.history
         labels = tuple(history.label(key) for key in history.top_keys(a.top_n))
         return (a, len(history), history.latest_time, labels, self.size)
-
-    def _var(self, variable: str, fallback: str) -> tuple[int, int, int] | str:
-        """A theme variable as plotext wants a colour: an RGB tuple."""
-        try:
-            value = self.app.theme_variables.get(variable)
-        except Exception:  # not mounted yet
-            return fallback
-        return _rgb(value) if value else fallback
 
     def _draw(self, a: _Args) -> None:
         self._set_up(a)
@@ -196,13 +200,45 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
             self.refresh()
 
     def _set_up(self, a: _Args) -> None:
-        """Give plotext the figure of `a` at the current size (cheap; the costly build is `render`)."""
+        """Make the figure of `a` at the current size when its lines are next asked for."""
         self._drawn = self._drawing(a)
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
+        self._lines = None
+
+    def _build(self, a: _Args) -> list[Text]:
+        """The figure of `a` at the current size, as the lines to show: the chart's one costly step."""
+        figure, colours = self._figure(a)
+        surface, foreground = colours["surface"], colours["foreground"]
+        styles: dict[Colour, Style] = {None: Style(color=foreground, bgcolor=surface)}
+        for colour in colours.values():
+            styles[colour] = Style(color=colour, bgcolor=surface)
+        return [_line(runs, styles) for runs in figure.rows()]
+
+    def _colour(self, variable: str, fallback: str) -> str:
+        """A theme variable as a colour without transparency (a muted one mixed into the chart's surface)."""
+        try:
+            variables = self.app.theme_variables
+        except Exception:  # not mounted
+            return fallback
+        try:
+            colour = Color.parse(variables[variable])
+            if colour.a < 1:
+                colour = Color.parse(variables["surface"]) + colour
+        except Exception:  # missing or not a colour
+            return fallback
+        return colour.hex
+
+    def _figure(self, a: _Args) -> tuple[BraillePlot, dict[str, str]]:
+        """The chart of `a` at the current size, and the colours it uses by name."""
+        colours = {
+            "surface": self._colour("surface", "black"),
+            "foreground": self._colour("foreground", "white"),
+            "safe": self._colour("warning", "yellow"),
+            "aggressive": self._colour("error", "red"),
+            "pool": self._colour("foreground-muted", "bright_black"),
+            "slowed": self._colour("warning", "yellow"),
+        }
+        width = self.size.width
         unit = unit_size(a.units)
-        surface = self._var("surface", "default")
         history = a.history
         times = history.times()
         skip = 0
@@ -218,12 +254,14 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         top = max([a.pool_bytes, 1] + [nbytes for _name, nbytes in lines])
         short = self._short()
         if not times:
-            if not short:
-                plt.title(f"memory ({a.units}) — collecting…")
-                plt.xlabel("minutes ago")
-            self._axes(-(a.span_s or self.MIN_SPAN_S) / 60, top / unit * 1.05, "m" if short else "")
-            self.refresh_changed()
-            return
+            figure = self._axes(
+                -(a.span_s or self.MIN_SPAN_S) / 60,
+                top / unit * 1.05,
+                "m" if short else "",
+                title="" if short else f"memory ({a.units}) — collecting…",
+                x_label="" if short else "minutes ago",
+            )
+            return figure, colours
 
         keys = history.top_keys(a.top_n)
         columns: dict[str, list[int | None]] = {"": list(history.used()[skip:])}
@@ -232,120 +270,107 @@ class HistoryChart(LineDiffWidget, PlotextPlot):
         now = times[-1]
         span_s = a.span_s if a.span_s is not None else self.shown_span(times)
         start = now - span_s
-        bins = max(16, 2 * max(1, self.size.width - 10))  # braille: two dots per column
+        bins = max(16, 2 * max(1, width - 10))  # braille: two dots per column
         times, columns = _downsample(times, columns, start, now, bins)
         span_min = span_s / 60
         per = 60.0 if span_min <= _HOURS_FROM_MIN else 3600.0
-        if not short:
-            plt.xlabel("minutes ago" if per == 60 else "hours ago")
         xs = [(t - now) / per for t in times]
         left = -span_min * 60 / per
         top = max([top] + [v for v in columns[""] if v is not None])
+        # Where a lasting GPU throttle began (power cap, heat): a slower GPU explains a slower workload. The
+        # title names the mark (a label in the plot would cover a line).
+        marks = [(began - now) / per for began in history.throttle_starts() if began >= start]
+        title = ""
         if not short:
-            plt.title(f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)}")
-        self._axes(left, top / unit * 1.05, ("m" if per == 60 else "h") if short else "")
+            title = f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)}"
+            if marks and len(title) + len(" · │ GPU slowed") + 4 <= width:
+                title += " · │ GPU slowed"
+        figure = self._axes(
+            left,
+            top / unit * 1.05,
+            ("m" if per == 60 else "h") if short else "",
+            title=title,
+            x_label="" if short else ("minutes ago" if per == 60 else "hours ago"),
+        )
 
-        line_colors = {"safe": self._var("warning", "orange"), "aggressive": self._var("error", "red")}
         for name, line in lines:
-            color = line_colors[name]
-            plt.hline(line / unit, color=color)
-            # The whole label, its number alone, or none: the frame cut `aggressive 100 GB` to `aggressive 1`.
-            room = self.size.width - 12  # the y axis's ticks and the frame
+            figure.hline(line / unit, colours[name])
+        if a.pool_bytes > 0:
+            figure.hline(a.pool_bytes / unit, colours["pool"])
+        for x in marks:
+            figure.vline(x, colours["slowed"])
+
+        # `used` heads the legend. The legend (top left) gets the rows above the highest line's label: the
+        # consumers beyond that are drawn unlabelled (their colours are the bar's).
+        highest = max((n for _name, n in lines), default=0)
+        legend_rows = figure.row_of(highest / unit) if highest > 0 else figure.rows_in_plot
+        figure.legend("used", colours["foreground"])
+        theme = self.app.current_theme if self.is_mounted else None
+        segments = derive_palette(theme).segments if theme else ("cyan", "magenta", "green", "yellow")
+        for i, key in enumerate(keys):
+            colour = a.colors[key] if a.colors and key in a.colors else segments[i % len(segments)]
+            colour = colours.setdefault(f"consumer {i}", _hex(colour))
+            label = history.label(key)
+            if len(label) > _LABEL_WIDTH:
+                label = label[: _LABEL_WIDTH - 1] + "…"
+            figure.plot(xs, _in_units(columns[key], unit), colour, label if i + 1 < legend_rows else None)
+        # `used` last, on top: where a consumer's line shares a cell with it (one consumer holding most of
+        # the pool), the last line drawn takes the cell, and `used` is the line that must not vanish.
+        figure.plot(xs, _in_units(columns[""], unit), colours["foreground"])
+
+        for name, line in lines:
+            # The whole label, its number alone, or none: a cut `aggressive 1` would misread.
+            room = width - 12  # the y axis's ticks and the frame
             label = next((t for t in (f" {name} {fmt_gb(line)} ", f" {fmt_gb(line)} ") if len(t) <= room), "")
             if label:
-                plt.text(label, x=left, y=line / unit, color=color, background=surface, alignment="left")
+                figure.label(label, line / unit, colours[name], at="left")
         if a.pool_bytes > 0:
-            muted = self._var("foreground-muted", "gray")
-            plt.hline(a.pool_bytes / unit, color=muted)
             # Named at the right end (the legend is at the left): the top line is the pool, not the frame;
             # unless the latest data is up there, where the name would cover it (the title names the pool).
             recent = [v for v in columns[""][-max(1, len(xs) // 8) :] if v is not None]
             # Not on a narrow chart either: it covered the legend's `used` (`⢕⢕ use pool`).
-            narrow = self.size.width - 12 < 24
+            narrow = width - 12 < 24
             if (not recent or max(recent) < 0.95 * a.pool_bytes) and not narrow:
-                plt.text(
-                    " pool ", x=0, y=a.pool_bytes / unit, color=muted, background=surface, alignment="right"
-                )
-
-        # Where a lasting GPU throttle began (power cap, heat): a slower GPU explains a slower workload. The
-        # title names the mark (a label in the plot would cover a line).
-        slowed_color = self._var("warning", "orange")
-        marks = [(began - now) / per for began in history.throttle_starts() if began >= start]
-        for x in marks:
-            plt.vline(x, color=slowed_color)
-        if marks and not short:
-            title = f"memory ({a.units}) · pool {fmt_size(a.pool_bytes, a.units)} · │ GPU slowed"
-            if len(title) + 4 <= self.size.width:  # plotext drops a title wider than the plot
-                plt.title(title)
-
-        # `used` first, so it heads the legend. The legend (top left) gets the rows above the highest line's
-        # label: the consumers beyond that are drawn unlabelled (their colours are the bar's).
-        legend_rows = self._rows_above(max((n for _name, n in lines), default=0) / unit, top / unit * 1.05)
-        foreground = self._var("foreground", "white")
-        self._plot_gappy(xs, columns[""], unit, foreground, "used")
-        theme = self.app.current_theme if self.is_mounted else None
-        segments = derive_palette(theme).segments if theme else ("cyan", "magenta", "green", "yellow")
-        for i, key in enumerate(keys):
-            color = _rgb(a.colors[key]) if a.colors and key in a.colors else _rgb(segments[i % len(segments)])
-            label = history.label(key)
-            if len(label) > _LABEL_WIDTH:
-                label = label[: _LABEL_WIDTH - 1] + "…"
-            self._plot_gappy(xs, columns[key], unit, color, label if i + 1 < legend_rows else None)
-        # `used` again, on top: where a consumer's line shares a cell with it (one consumer holding most of
-        # the pool), the last line drawn takes the cell, and `used` is the line that must not vanish.
-        if keys:
-            self._plot_gappy(xs, columns[""], unit, foreground, None)
-
-    def _rows_above(self, y: float, y_top: float) -> int:
-        """Plot rows above the row that height `y` is drawn on (all of them when `y` is 0): title, frame, tick
-        labels and the x label take five of the widget's rows."""
-        rows = max(1, self.size.height - (3 if self._short() else 5))
-        return rows if y <= 0 or y_top <= 0 else round((rows - 1) * (1 - y / y_top))
+                figure.label(" pool ", a.pool_bytes / unit, colours["pool"], at="right")
+        return figure, colours
 
     def _short(self) -> bool:
         return self.size.height < _SHORT_ROWS
 
-    def _axes(self, left: float, top: float, x_unit: str = "") -> None:
-        """The axes' ranges and ticks; `x_unit` ("m", "h") on each x tick where no x label says it."""
-        plt = self.plt
-        plt.xlim(left, 0)
-        plt.ylim(0, top)
-        xticks = _ticks(left, 0, max(2, self.size.width // 12))
-        plt.xticks(xticks, [_x_label(x, x_unit) for x in xticks])
-        yticks = _ticks(0, top, max(2, self.size.height // 4))
-        plt.yticks(yticks, [f"{y:g}" for y in yticks])
-
-    def _plot_gappy(
-        self,
-        xs: list[float],
-        values: list[int | None],
-        unit: int,
-        color: tuple[int, int, int] | str,
-        label: str | None,
-    ) -> None:
-        """One line per unbroken run, so a consumer that was gone is not bridged; the label once."""
-        run_x: list[float] = []
-        run_y: list[float] = []
-        labelled = label is None
-
-        def flush() -> None:
-            nonlocal labelled
-            if run_x:
-                self.plt.plot(run_x, run_y, color=color, marker="braille", label=None if labelled else label)
-                labelled = True
-
-        for x, v in zip(xs, values, strict=True):
-            if v is None:
-                flush()
-                run_x, run_y = [], []
-            else:
-                run_x.append(x)
-                run_y.append(v / unit)
-        flush()
+    def _axes(self, left: float, top: float, x_unit: str, *, title: str, x_label: str) -> BraillePlot:
+        """A figure of the widget's size over [left, 0] x [0, top]; `x_unit` ("m", "h") on each x tick where
+        no x label says it."""
+        width, height = self.size
+        x_ticks = _ticks(left, 0, max(2, width // 12))
+        y_ticks = _ticks(0, top, max(2, height // 4))
+        return BraillePlot(
+            width,
+            height,
+            (left, 0),
+            (0, top),
+            x_ticks=[(x, _x_label(x, x_unit)) for x in x_ticks],
+            y_ticks=[(y, f"{y:g}") for y in y_ticks],
+            title=title,
+            x_label=x_label,
+        )
 
 
-def _rgb(color: str) -> tuple[int, int, int] | str:
+def _in_units(values: list[int | None], unit: int) -> list[float | None]:
+    return [None if v is None else v / unit for v in values]
+
+
+def _hex(colour: str) -> str:
     try:
-        return Color.parse(color).rgb
-    except Exception:  # a plotext colour name such as "gray"
-        return color
+        return Color.parse(colour).hex
+    except Exception:  # a name Rich knows and Textual does not: Rich parses it
+        return colour
+
+
+def _line(runs: list[Run], styles: dict[Colour, Style]) -> Text:
+    """One row of the figure as Text, each run in its colour on the chart's surface."""
+    spans = []
+    start = 0
+    for text, colour in runs:
+        spans.append(Span(start, start + len(text), styles[colour]))
+        start += len(text)
+    return Text("".join(text for text, _colour in runs), spans=spans, end="")
