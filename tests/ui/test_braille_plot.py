@@ -141,12 +141,14 @@ def test_rows_and_columns_of_values_match_where_the_dots_go() -> None:
 
 
 def naive_downsample(times, columns, start, end, bins):
-    """The rule, plainly: point t to slice int((t - start) * bins / span); a slice's last time, its peak."""
+    """The rule, plainly: a point in the slice of the last slice start at or before it; a slice's last time
+    and its peak."""
     if len(times) <= bins:
         return times, columns
+    width = (end - start) / bins
     slices: dict[int, list[int]] = {}
     for i, t in enumerate(times):
-        slices.setdefault(min(bins - 1, int((t - start) * (bins / (end - start)))), []).append(i)
+        slices.setdefault(max(k for k in range(bins) if k == 0 or start + k * width <= t), []).append(i)
     out_t = [times[idx[-1]] for _b, idx in sorted(slices.items())]
     out = {}
     for name, values in columns.items():

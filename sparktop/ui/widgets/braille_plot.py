@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 Colour = str | None  # a colour as the caller's renderer names it; None: the frame's (the default text colour)
@@ -219,13 +220,17 @@ class BraillePlot:
                 else:
                     owners[cell], masks[cell] = owner, bit_of[x & 1][y]
 
+        dots_of_xs: dict[int, list[int]] = {}  # the series mostly share one list of x values: placed once
         for owner, series in enumerate(self._series):
+            xs = dots_of_xs.get(id(series.xs))
+            if xs is None:
+                xs = [round((x - x_low) * x_scale) if x_scale else dots_x - 1 for x in series.xs]
+                dots_of_xs[id(series.xs)] = xs
             last_x = last_y = -1
-            for x_value, y_value in zip(series.xs, series.ys, strict=True):
+            for x, y_value in zip(xs, series.ys, strict=True):
                 if y_value is None:
                     last_x = last_y = -1
                     continue
-                x = round((x_value - x_low) * x_scale) if x_scale else dots_x - 1
                 y = round((y_value - y_low) * y_scale)
                 steps = max(abs(x - last_x), abs(y - last_y)) if last_x >= 0 else 1
                 if steps <= 1:
@@ -259,10 +264,5 @@ def _put_centred(row: list[str], text: str, left: int, right: int) -> None:
 
 def _runs(chars: list[str], colours: list[Colour]) -> list[Run]:
     """One row's cells as runs of one colour each."""
-    runs: list[Run] = []
-    start = 0
-    for x in range(1, len(chars) + 1):
-        if x == len(chars) or colours[x] != colours[start]:
-            runs.append(("".join(chars[start:x]), colours[start]))
-            start = x
-    return runs
+    edges = [0, *[x for x in range(1, len(colours)) if colours[x] != colours[x - 1]], len(colours)]
+    return [("".join(chars[start:end]), colours[start]) for start, end in pairwise(edges)]

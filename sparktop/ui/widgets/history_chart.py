@@ -44,15 +44,12 @@ def _downsample(
     peak in it (a spike must not vanish because the widget is narrow)."""
     if len(times) <= bins or end <= start:
         return times, columns
-    scale = bins / (end - start)
-
-    def slice_of(t: float) -> int:
-        return min(bins - 1, int((t - start) * scale))
-
-    # Where each slice's points begin (the times are sorted): found by bisection, not a pass over every point.
+    # Where each slice's points begin (the times are sorted): slice k holds the times from its start,
+    # start + k x its width, found by bisection rather than a pass over every point.
+    width = (end - start) / bins
     edges = [0]
-    for k in range(slice_of(times[0]) + 1, bins):
-        edge = bisect_left(times, k, edges[-1], key=slice_of)
+    for k in range(1, bins):
+        edge = bisect_left(times, start + k * width, edges[-1])
         if edge > edges[-1]:
             edges.append(edge)
     if edges[-1] < len(times):
