@@ -176,3 +176,26 @@ def test_downsampling_keeps_each_slices_peak_and_last_time(
     if end <= start:
         return
     assert _downsample(times, columns, start, end, bins) == naive_downsample(times, columns, start, end, bins)
+
+
+def cells_wide(row: list[tuple[str, object]]) -> int:
+    from rich.cells import cell_len
+
+    return sum(cell_len(run) for run, _colour in row)
+
+
+def test_wide_and_combining_characters_keep_every_row_as_wide_as_the_figure() -> None:
+    """A process may be named in CJK or carry an emoji or an accent made of two code points: counted by
+    characters, the row came out a cell too wide, and a row wider than the widget wraps onto the next."""
+    plot = BraillePlot(30, 8, (0, 1), (0, 1), title="mémoire 内存", y_ticks=[(0, "0"), (1, "1")])
+    plot.plot([0, 1], [0.9, 0.9], "white", "训练任务-😀")
+    plot.plot([0, 1], [0.5, 0.5], "red", "cafe\u0301")  # e + a combining acute: one cell
+    plot.legend("一二三四五六七八九十一二三四五", "blue")  # 30 cells, cut in half a character
+    plot.label("标签" * 20, 0.2, "green")
+    for row in plot.rows():
+        assert cells_wide(row) == 30, row
+    rows = text(plot)
+    assert "训练任务-😀" in rows[2] and "cafe\u0301" in rows[3] and "mémoire 内存" in rows[0]
+    narrow = BraillePlot(12, 8, (0, 1), (0, 1), title="内存" * 10, x_label="分钟" * 10)
+    narrow.plot([0, 1], [0.5, 0.5], "white", "内存内存内存内存")
+    assert all(cells_wide(row) == 12 for row in narrow.rows())

@@ -417,3 +417,33 @@ async def test_a_short_chart_keeps_two_y_ticks_and_says_its_time_unit() -> None:
     ticks = [m.group(1) for line in lines for m in re.finditer(r"(\d+)[├┤]", line)]
     assert len(ticks) >= 2 and "0" in ticks and "100" in ticks, "\n".join(lines)
     assert any(re.search(r"-1m\s.*now", line) for line in lines), "\n".join(lines)
+
+
+async def test_a_consumer_named_in_wide_characters_is_cut_by_cells_and_keeps_the_rows_whole() -> None:
+    """A process named in CJK: cut at 22 characters its label took 44 cells, and its legend row came out
+    wider than the chart (a row that wraps pushes the chart's lines down)."""
+    history = History()
+    name = "训练任务" * 8
+    for t in range(60):
+        history.add(
+            Snapshot(
+                timestamp=1000.0 + t,
+                memory=HostMemory(total=128 * GB, available=90 * GB, free=80 * GB),
+                gpu=GpuReport(available=False),
+                accounting=Accounting(
+                    used=38 * GB,
+                    consumers=[Consumer(key="p", label=name, kind="process", cpu_bytes=30 * GB)],
+                    unattributed=8 * GB,
+                ),
+            )
+        )
+    app = HistoryApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(history, SAFE, AGGRESSIVE, 128 * GB)
+        await pilot.pause()
+        strips = chart_strips(chart)
+        assert len(strips) == chart.size.height
+        assert {strip.cell_length for strip in strips} == {chart.size.width}
+        assert chart_text(chart).splitlines()[-1].strip() == "minutes ago"  # no row wrapped onto the next
+        assert "训练任务训练任务训练…" in chart_text(chart)  # 21 cells of the name, then …

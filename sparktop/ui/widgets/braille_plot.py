@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
 
+from rich.cells import cell_len
+
 Colour = str | None  # a colour as the caller's renderer names it; None: the frame's (the default text colour)
 Run = tuple[str, Colour]
 
@@ -61,7 +63,7 @@ class BraillePlot:
         self.x_range, self.y_range = x_range, y_range
         self.x_ticks, self.y_ticks = list(x_ticks), list(y_ticks)
         self.title, self.x_label = title, x_label
-        self.frame_left = max((len(label) for _value, label in self.y_ticks), default=0)
+        self.frame_left = max((len(_slots(label)) for _value, label in self.y_ticks), default=0)
         self.frame_top = 1 if title else 0
         # Under the frame: the x ticks' labels, then the x label.
         self.frame_bottom = self.height - 2 - (1 if x_label else 0)
@@ -72,6 +74,7 @@ class BraillePlot:
         self._series: list[_Series] = []
         self._labels: list[_Label] = []
         self._legend: list[tuple[str, Colour]] = []
+        self._wide_rows: set[int] = set()  # rows given text with wide or zero-width characters
 
     # -- where a value goes -------------------------------------------------------------------------------
 
@@ -126,9 +129,27 @@ class BraillePlot:
         width, height = self.width, self.height
         chars = [[" "] * width for _ in range(height)]
         colours: list[list[Colour]] = [[None] * width for _ in range(height)]
+        self._wide_rows.clear()
         if self.rows_in_plot >= 1 and self.cols_in_plot >= 2:
             self._draw(chars, colours)
+        for y in self._wide_rows:
+            _mend(chars[y])
         return [_runs(chars[y], colours[y]) for y in range(height)]
+
+    def _put(self, chars: list[list[str]], y: int, x: int, cells: list[str]) -> None:
+        """Text (as `_slots` makes it) into row `y` from column `x`."""
+        chars[y][x : x + len(cells)] = cells
+        if not "".join(cells).isascii():
+            self._wide_rows.add(y)
+
+    def _put_centred(self, chars: list[list[str]], y: int, text: str, left: int, right: int) -> None:
+        """`text` centred over columns left..right of row `y`, cut with … where the row is narrower."""
+        cells = _slots(text)
+        if len(cells) > self.width:
+            cells = [*_fit(cells, self.width - 1), "…"] if self.width else []
+        self._put(
+            chars, y, max(0, min(left + (right - left + 1 - len(cells)) // 2, self.width - len(cells))), cells
+        )
 
     def _draw(self, chars: list[list[str]], colours: list[list[Colour]]) -> None:
         left, right = self.frame_left, self.width - 1
@@ -137,7 +158,7 @@ class BraillePlot:
         rows, cols = self.rows_in_plot, self.cols_in_plot
 
         if self.title:
-            _put_centred(chars[0], self.title, left, right)
+            self._put_centred(chars, 0, self.title, left, right)
         chars[top][left:] = ["┌"] + ["─"] * cols + ["┐"]
         chars[bottom][left:] = ["└"] + ["─"] * cols + ["┘"]
         for y in range(first_row, bottom):
@@ -146,17 +167,17 @@ class BraillePlot:
             row = self.row_of(value)
             if 0 <= row < rows:
                 chars[first_row + row][left] = "┤"
-                chars[first_row + row][left - len(text) : left] = list(text)
-        tick_row = chars[bottom + 1]
+                cells = _slots(text)
+                self._put(chars, first_row + row, left - len(cells), cells)
         for value, text in self.x_ticks:
             col = self.column_of(value)
             if 0 <= col < cols:
                 chars[bottom][first_col + col] = "┬"
-                text = text[: self.width]
-                start = max(0, min(first_col + col - len(text) // 2, self.width - len(text)))
-                tick_row[start : start + len(text)] = list(text)
+                cells = _fit(_slots(text), self.width)
+                start = max(0, min(first_col + col - len(cells) // 2, self.width - len(cells)))
+                self._put(chars, bottom + 1, start, cells)
         if self.x_label:
-            _put_centred(chars[bottom + 2], self.x_label, left, right)
+            self._put_centred(chars, bottom + 2, self.x_label, left, right)
 
         for value, colour in self._hlines:
             row = self.row_of(value)
@@ -183,19 +204,19 @@ class BraillePlot:
             row = self.row_of(label.y)
             if not 0 <= row < rows:
                 continue
-            text = label.text[:cols]
-            start = first_col if label.at == "left" else right - len(text)
-            chars[first_row + row][start : start + len(text)] = list(text)
-            colours[first_row + row][start : start + len(text)] = [label.colour] * len(text)
+            cells = _fit(_slots(label.text), cols)
+            start = first_col if label.at == "left" else right - len(cells)
+            self._put(chars, first_row + row, start, cells)
+            colours[first_row + row][start : start + len(cells)] = [label.colour] * len(cells)
 
         if self._legend:
-            inner = max(len(text) for text, _colour in self._legend)
-            for row, (text, colour) in enumerate(self._legend[:rows]):
-                cells = [" ", *LEGEND_MARK, " ", *text.ljust(inner), " "][:cols]
+            names = [_slots(text) for text, _colour in self._legend[:rows]]
+            inner = max(len(name) for name in names)
+            for row, (name, (_text, colour)) in enumerate(zip(names, self._legend, strict=False)):
+                cells = _fit([" ", *LEGEND_MARK, " ", *name, *[" "] * (inner - len(name)), " "], cols)
                 cell_colours: list[Colour] = [None, *[colour] * len(LEGEND_MARK)] + [None] * len(cells)
-                y = first_row + row
-                chars[y][first_col : first_col + len(cells)] = cells
-                colours[y][first_col : first_col + len(cells)] = cell_colours[: len(cells)]
+                self._put(chars, first_row + row, first_col, cells)
+                colours[first_row + row][first_col : first_col + len(cells)] = cell_colours[: len(cells)]
 
     def _dots(self) -> list[tuple[int, int, int, Colour]]:
         """Every plot cell a series drew in: (row, column, the braille dots' bits, the series' colour). The
@@ -253,13 +274,41 @@ class BraillePlot:
         ]
 
 
-def _put_centred(row: list[str], text: str, left: int, right: int) -> None:
-    """`text` centred over columns left..right of `row`, cut with … where the row is narrower."""
-    width = len(row)
-    if len(text) > width:
-        text = text[: width - 1] + "…" if width else ""
-    start = max(0, min(left + (right - left + 1 - len(text)) // 2, width - len(text)))
-    row[start : start + len(text)] = list(text)
+def _slots(text: str) -> list[str]:
+    """`text` as one string per terminal cell: a wide character's second cell is "", a zero-width one rides
+    on the cell before it (so a row of slots is as many cells wide as it has slots)."""
+    if text.isascii():
+        return list(text)
+    slots: list[str] = []
+    for ch in text:
+        width = cell_len(ch)
+        if width == 0:
+            if slots:
+                slots[-1] += ch
+            continue
+        slots.append(ch)
+        if width == 2:
+            slots.append("")
+    return slots
+
+
+def _fit(cells: list[str], width: int) -> list[str]:
+    """The first `width` of `cells`; a wide character cut in half becomes a space."""
+    out = cells[: max(0, width)]
+    if out and len(cells) > len(out) and cells[len(out)] == "":
+        out[-1] = " "
+    return out
+
+
+def _mend(row: list[str]) -> None:
+    """A row where text with wide characters went: where a later layer covered half of one, a space for the
+    half left, so the row stays as wide as the figure."""
+    for x, cell in enumerate(row):
+        if cell == "":
+            if x == 0 or cell_len(row[x - 1]) != 2:
+                row[x] = " "
+        elif cell_len(cell) == 2 and (x + 1 == len(row) or row[x + 1] != ""):
+            row[x] = " "
 
 
 def _runs(chars: list[str], colours: list[Colour]) -> list[Run]:

@@ -6,6 +6,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import pairwise
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Span, Text
 from textual.color import Color
@@ -307,9 +308,7 @@ class HistoryChart(LineDiffWidget):
         for i, key in enumerate(keys):
             colour = a.colors[key] if a.colors and key in a.colors else segments[i % len(segments)]
             colour = colours.setdefault(f"consumer {i}", _hex(colour))
-            label = history.label(key)
-            if len(label) > _LABEL_WIDTH:
-                label = label[: _LABEL_WIDTH - 1] + "…"
+            label = _cut(history.label(key), _LABEL_WIDTH)
             figure.plot(xs, _in_units(columns[key], unit), colour, label if i + 1 < legend_rows else None)
         # `used` last, on top: where a consumer's line shares a cell with it (one consumer holding most of
         # the pool), the last line drawn takes the cell, and `used` is the line that must not vanish.
@@ -350,6 +349,18 @@ class HistoryChart(LineDiffWidget):
             title=title,
             x_label=x_label,
         )
+
+
+def _cut(label: str, cells: int) -> str:
+    """`label` in at most `cells` terminal cells, … where it is cut (a CJK character takes two)."""
+    if cell_len(label) <= cells:
+        return label
+    kept = 0
+    for i, ch in enumerate(label):
+        kept += cell_len(ch)
+        if kept > cells - 1:
+            return label[:i] + "…"
+    return label
 
 
 def _in_units(values: list[int | None], unit: int) -> list[float | None]:
