@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from sparktop.session.playback import Playback
     from sparktop.ui.whatif import WhatIfContext, WhatIfPane
 
-# The chart costs a few ms a draw (braille cells: ~3 ms at 120x36, where plotext took 12-30), the most of
+# The chart costs a few ms a draw (braille cells: ~3.5 ms at 120x36, where plotext took 25-30), the most of
 # any view: it (minutes to hours wide) is drawn again when new data moves it by a column, and never more
 # often than this.
 CHART_MIN_REDRAW_S = 5.0
