@@ -447,3 +447,59 @@ async def test_a_consumer_named_in_wide_characters_is_cut_by_cells_and_keeps_the
         assert {strip.cell_length for strip in strips} == {chart.size.width}
         assert chart_text(chart).splitlines()[-1].strip() == "minutes ago"  # no row wrapped onto the next
         assert "训练任务训练任务训练…" in chart_text(chart)  # 21 cells of the name, then …
+
+
+def growing(seconds: int) -> History:
+    """`used` (one consumer holding nearly all of it) growing 50 MB a second from 60 GB, a point a second."""
+    history = History()
+    for t in range(seconds):
+        nbytes = 60 * GB + t * 50_000_000
+        history.add(
+            Snapshot(
+                timestamp=1000.0 + t,
+                memory=HostMemory(total=128 * GB, available=128 * GB - nbytes, free=128 * GB - nbytes),
+                gpu=GpuReport(available=False),
+                accounting=Accounting(
+                    used=nbytes,
+                    consumers=[Consumer(key="container:x", label="hog", kind="container", cpu_bytes=nbytes)],
+                    unattributed=0,
+                ),
+            )
+        )
+    return history
+
+
+async def test_a_new_point_makes_only_the_rows_it_changed_and_a_theme_recolours_it(monkeypatch) -> None:
+    """The chart is drawn line by line (LineDiffWidget): the next tick's draw makes strips for the rows whose
+    text changed (the line's), not for the legend, the marker lines, the frame or the axes; a new theme
+    recolours it."""
+    app = HistoryApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        chart = app.query_one(HistoryChart)
+        chart.redraw(growing(100), SAFE, AGGRESSIVE, 128 * GB)  # on a two-minute axis
+        await pilot.pause()
+        before = chart_text(chart).splitlines()
+        made: list[str] = []
+        strips_of = HistoryChart._dl_strips_of
+
+        def counting(self: HistoryChart, line, width: int):
+            made.append(line.plain)
+            return strips_of(self, line, width)
+
+        monkeypatch.setattr(HistoryChart, "_dl_strips_of", counting)
+        chart.redraw(growing(101), SAFE, AGGRESSIVE, 128 * GB)  # the next tick
+        await pilot.pause()
+        after = chart_text(chart).splitlines()
+        changed = [row for row, (old, new) in enumerate(zip(before, after, strict=True)) if old != new]
+        assert 0 < len(made) == len(changed) <= 3, (made, changed)
+        assert all("⢕⢕" not in before[row] and "GB" not in before[row] for row in changed)
+
+        def frame_colours() -> set[str]:
+            top = chart_strips(chart)[1]  # the frame's top edge
+            return {seg.style.color.triplet.hex.lower() for seg in top if seg.style and seg.style.color}
+
+        assert frame_colours() == {Color.parse(app.theme_variables["foreground"]).hex.lower()}
+        app.theme = "textual-light"
+        await pilot.pause()
+        assert frame_colours() == {Color.parse(app.theme_variables["foreground"]).hex.lower()}
+        assert Color.parse(app.theme_variables["foreground"]).brightness < 0.5  # a dark ink now

@@ -128,7 +128,9 @@ class HistoryChart(LineDiffWidget):
         return self.shown_span(times) / max(1, self.size.width - 8)
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", self._theme_changed, init=False)
+        # The signal, not a watch of App.theme: the watch comes before the app has worked out the new theme's
+        # variables, and a draw then kept the old theme's colours (`used` light grey on a light theme).
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def on_resize(self) -> None:
         # Which consumers get a legend row follows the height (they must stay above the lines' labels). A
@@ -155,7 +157,7 @@ class HistoryChart(LineDiffWidget):
             self._lines = self._build(self._args)
         return list(self._lines)  # a copy: LineDiffWidget keeps and updates the list it is given
 
-    def _theme_changed(self) -> None:
+    def _theme_changed(self, _theme: object = None) -> None:
         if self._args is not None:
             self._draw(self._args)
 
