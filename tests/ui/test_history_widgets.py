@@ -266,6 +266,9 @@ async def test_chart_with_one_point_and_a_consumer_that_came_and_went() -> None:
         chart.redraw(history, SAFE, AGGRESSIVE, 128 * GB, colors={"c": "#ff00ff"})
         await pilot.pause()
         assert "comes-and-goes" in chart_text(chart)
+        chart.redraw(history, SAFE, AGGRESSIVE, 128 * GB, colors={"c": "no such colour"})
+        await pilot.pause()
+        assert "comes-and-goes" in chart_text(chart)  # drawn in the frame's colour, not a failed draw
 
 
 async def test_creep_alerts_show_and_hide() -> None:

@@ -207,11 +207,9 @@ class HistoryChart(LineDiffWidget):
     def _build(self, a: _Args) -> list[Text]:
         """The figure of `a` at the current size, as the lines to show: the chart's one costly step."""
         figure, colours = self._figure(a)
-        surface, foreground = colours["surface"], colours["foreground"]
-        styles: dict[Colour, Style] = {None: Style(color=foreground, bgcolor=surface)}
-        for colour in colours.values():
-            styles[colour] = Style(color=colour, bgcolor=surface)
-        return [_line(runs, styles) for runs in figure.rows()]
+        surface = colours["surface"]
+        styles: dict[Colour, Style] = {None: Style(color=colours["foreground"], bgcolor=surface)}
+        return [_line(runs, styles, surface) for runs in figure.rows()]
 
     def _colour(self, variable: str, fallback: str) -> str:
         """A theme variable as a colour without transparency (a muted one mixed into the chart's surface)."""
@@ -308,8 +306,7 @@ class HistoryChart(LineDiffWidget):
         theme = self.app.current_theme if self.is_mounted else None
         segments = derive_palette(theme).segments if theme else ("cyan", "magenta", "green", "yellow")
         for i, key in enumerate(keys):
-            colour = a.colors[key] if a.colors and key in a.colors else segments[i % len(segments)]
-            colour = colours.setdefault(f"consumer {i}", _hex(colour))
+            colour = _hex(a.colors[key] if a.colors and key in a.colors else segments[i % len(segments)])
             label = _cut(history.label(key), _LABEL_WIDTH)
             figure.plot(xs, _in_units(columns[key], unit), colour, label if i + 1 < legend_rows else None)
         # `used` last, on top: where a consumer's line shares a cell with it (one consumer holding most of
@@ -369,18 +366,22 @@ def _in_units(values: list[int | None], unit: int) -> list[float | None]:
     return [None if v is None else v / unit for v in values]
 
 
-def _hex(colour: str) -> str:
+def _hex(colour: str) -> Colour:
     try:
         return Color.parse(colour).hex
-    except Exception:  # a name Rich knows and Textual does not: Rich parses it
-        return colour
+    except Exception:  # not a colour: the frame's, rather than a draw that fails
+        return None
 
 
-def _line(runs: list[Run], styles: dict[Colour, Style]) -> Text:
-    """One row of the figure as Text, each run in its colour on the chart's surface."""
+def _line(runs: list[Run], styles: dict[Colour, Style], surface: str) -> Text:
+    """One row of the figure as Text, each run in its colour on the chart's surface (`styles` by colour, made
+    as they are first needed)."""
     spans = []
     start = 0
     for text, colour in runs:
-        spans.append(Span(start, start + len(text), styles[colour]))
+        style = styles.get(colour)
+        if style is None:
+            style = styles[colour] = Style(color=colour, bgcolor=surface)
+        spans.append(Span(start, start + len(text), style))
         start += len(text)
     return Text("".join(text for text, _colour in runs), spans=spans, end="")
