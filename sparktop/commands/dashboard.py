@@ -161,7 +161,7 @@ def _print_once(source: SnapshotSource, as_json: bool, units: str, problems: Seq
     # A recording: its last snapshot, what a post-mortem wants (the first is where it started).
     sample = source.play_to_end() if isinstance(source, ReplaySource) else settled_sample(source)
     # Accounted here: a recording may hold none, or a failed one.
-    snapshot = Session().ingest(sample)
+    snapshot = Session(views=False).ingest(sample)
     # Problems in the user's files belong with the snapshot's own errors: a script reading the JSON sees them.
     snapshot.errors.extend(f"config: {problem}" for problem in problems)
     if as_json:

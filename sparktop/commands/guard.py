@@ -91,7 +91,7 @@ def run(opts: argparse.Namespace) -> int:
             fsync_every_s=settings.fsync_s,
         )
     demo = source.name == "demo"
-    session = Session(safe_bytes=safe, max_bytes=aggressive, history_hours=hours)
+    session = Session(safe_bytes=safe, max_bytes=aggressive, history_hours=hours, views=False)
     guard = Guard(
         settings,
         session,

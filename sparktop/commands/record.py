@@ -142,7 +142,7 @@ def record(
 
         runner = SessionRunner(
             source,
-            Session(),
+            Session(views=False),
             interval,
             on_snapshot=write,
             on_error=on_error,

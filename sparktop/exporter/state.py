@@ -75,7 +75,7 @@ class SamplingLoop(SessionRunner):
         stderr): the footprint database failing, once when it starts and once when it ends."""
         # The same analysis as the dashboard's (accounting, history, pressure, creep, the lines on this
         # machine's pool): one Session. safe/max None: the reference's lines, scaled to the pool.
-        session = Session(safe_bytes, max_bytes, history_hours=history_hours, clock=clock)
+        session = Session(safe_bytes, max_bytes, history_hours=history_hours, clock=clock, views=False)
         super().__init__(
             source,
             session,

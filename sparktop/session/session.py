@@ -23,7 +23,6 @@ once ingested, so reading it alone needs no lock.
 
 from __future__ import annotations
 
-import pickle
 import threading
 import time
 from collections import deque
@@ -51,7 +50,8 @@ class Session:
     """See the module docstring. `safe_bytes` / `max_bytes`: the user's lines (None: the reference's
     80/100 GB, scaled to the pool on a machine smaller than a Spark — analysis/lines.py); `lines` is where
     they are on the machine being watched, for every view. `history_hours`: how much history is kept;
-    `clock`: wall time (tests and screenshots fix it)."""
+    `clock`: wall time (tests and screenshots fix it); `views` False: a command with no screen (`serve`,
+    `guard`, `record`), which keeps no series that only a screen draws."""
 
     def __init__(
         self,
@@ -61,6 +61,7 @@ class Session:
         clock: Callable[[], float] | None = None,
         creep_window_s: float = CREEP_WINDOW_S,
         units: str = "GiB",
+        views: bool = True,
     ) -> None:
         self.line_choice = LineChoice(safe_bytes, max_bytes)
         self.clock = clock or time.time
@@ -72,6 +73,10 @@ class Session:
         self.creep: list[CreepAlert] = []
         self.history = History(max_age_s=history_hours * 3600)
         self.pressure = PressureTracker()
+        # What only a screen draws: the processes table's growth column (a point every 5 s for every process,
+        # ~1 MiB after 5 minutes on a busy machine) and the sparklines' series. Without `views` (an exporter)
+        # they are kept empty.
+        self.views = views
         self.process_trends = RowTrends(window_s=creep_window_s)
         self.gpu_series = GpuSeries()
         self.pool_series = PoolSeries()
@@ -125,11 +130,12 @@ class Session:
         with self.lock:
             fill_accounting(snapshot)  # the one place a snapshot is accounted
             self.history.add(snapshot)
-            self.process_trends.add_snapshot(snapshot)
             self.assessment = self.pressure.update(snapshot.memory, snapshot.timestamp)
             self._log_data(snapshot)
-            self.gpu_series.push(snapshot.gpu)
-            self.pool_series.push(snapshot.memory)
+            if self.views:
+                self.process_trends.add_snapshot(snapshot)
+                self.gpu_series.push(snapshot.gpu)
+                self.pool_series.push(snapshot.memory)
             if analyse:
                 self._analyse(snapshot)
             full = snapshot.memory.pressure.full if snapshot.memory.pressure else None
@@ -210,17 +216,21 @@ class Session:
     # -- saving and restoring it (a replay's seek) -------------------------------------------------------
 
     # How it was made, not what it has seen: not saved, and kept by the session restored into.
-    _NOT_STATE = frozenset({"lock", "clock", "line_choice", "creep_window_s", "units"})
+    _NOT_STATE = frozenset({"lock", "clock", "line_choice", "creep_window_s", "units", "views"})
 
     def checkpoint(self) -> bytes:
         """Everything this session has taken in, as bytes (`restore` puts it back): a replay keeps one every
         so many snapshots, so a seek back starts from the nearest instead of the recording's start."""
+        import pickle  # here, not at the top: only a replay's seek needs it (~0.4 MiB in `serve`)
+
         with self.lock:
             state = {k: v for k, v in vars(self).items() if k not in self._NOT_STATE}
             return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, checkpoint: bytes) -> None:
         """Become what `checkpoint` saved (a session made with the same settings)."""
+        import pickle
+
         state = pickle.loads(checkpoint)  # bytes this process made itself, never from a file
         with self.lock:
             vars(self).update(state)
