@@ -65,6 +65,16 @@ class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
     # TCP's retransmission back-off (1,000 at once: 524 timed out at 60 s). The kernel caps it at somaxconn.
     request_queue_size = LISTEN_BACKLOG
 
+    def server_bind(self) -> None:
+        """As HTTPServer's, without its `socket.getfqdn(host)`: a reverse DNS lookup at start (it waits on a
+        resolver that does not answer) and the IDNA codec's tables (~0.5 MiB resident) for a name that only
+        goes into SERVER_NAME, which nothing here reads (a request's URL comes from its Host header)."""
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = str(host)
+        self.server_port = int(port)
+        self.setup_environ()
+
 
 class _ThreadingServer6(_ThreadingServer):
     address_family = socket.AF_INET6
