@@ -18,6 +18,9 @@ GB10 (DGX Spark) specifics, from reference/gb10-telemetry.md:
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import importlib.util
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +58,8 @@ _FIRST_WINDOW_US = 2_000_000
 _SAME_CLOCK_US = 86_400_000_000  # samples within a day of time.time() are on the wall clock
 
 REASON_NO_LIBRARY = "NVML library not found (no NVIDIA driver installed)"
+REASON_NO_PACKAGE = "NVML library not found (the nvidia-ml-py package is not installed)"
+NVML_LIBRARY = "libnvidia-ml.so.1"  # the name pynvml loads on Linux
 NOT_SUPPORTED = "not supported on this device"
 
 
@@ -109,6 +114,19 @@ def unified_unsupported(name: str, nvml_total: int | None = None) -> dict[str, s
     out = {"memory_total": memory, "memory_used": memory}
     out.update((metric, f"not meaningful on {where}") for metric in HIDDEN_ON_UNIFIED)
     return out
+
+
+def _library_loads() -> bool:
+    """Whether NVML's library can be loaded, asked before pynvml is imported: pynvml is ~2.4 MiB resident
+    (hundreds of ctypes structures), which a machine without the NVIDIA driver would keep for nothing, asked
+    again every few seconds. Once pynvml is imported (elsewhere in the process) it decides, as before."""
+    if "pynvml" in sys.modules or not sys.platform.startswith("linux"):
+        return True  # imported already, nothing to save; or a system where pynvml knows other places
+    try:
+        ctypes.CDLL(NVML_LIBRARY)
+    except OSError:
+        return False
+    return True
 
 
 class NvmlCollector:
@@ -168,10 +186,14 @@ class NvmlCollector:
 
     def _init(self) -> str | None:
         """Load NVML and learn the devices; returns why the GPU cannot be read, or None."""
+        if importlib.util.find_spec("pynvml") is None:
+            return REASON_NO_PACKAGE
+        if not _library_loads():
+            return REASON_NO_LIBRARY
         try:
             import pynvml
         except ImportError:
-            return "NVML library not found (the nvidia-ml-py package is not installed)"
+            return REASON_NO_PACKAGE
         self._nvml = nv = pynvml
         try:
             nv.nvmlInit()
