@@ -74,8 +74,8 @@ class Session:
         self.history = History(max_age_s=history_hours * 3600)
         self.pressure = PressureTracker()
         # What only a screen draws: the processes table's growth column (a point every 5 s for every process,
-        # ~1 MiB after 5 minutes on a busy machine) and the sparklines' series. Without `views` (an exporter)
-        # they are kept empty.
+        # ~0.4 MiB after 5 minutes with ~100 processes) and the sparklines' series. Without `views` (a command
+        # with no screen) they are kept empty.
         self.views = views
         self.process_trends = RowTrends(window_s=creep_window_s)
         self.gpu_series = GpuSeries()

@@ -80,7 +80,7 @@ NOT_IN_SERVE = (
     "sparktop.stopping",
     "sparktop.sources.replay",
     "sparktop.session.playback",
-    # the Docker SDK and its HTTP stack: container names come over the engine's socket with the standard library
+    # the Docker SDK and its HTTP stack: container names come over the engine's socket (standard library)
     "docker",
     "requests",
     "urllib3",
