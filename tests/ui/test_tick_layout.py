@@ -30,7 +30,9 @@ async def test_steady_ticks_lay_nothing_out(scenario: str, tabs: str, monkeypatc
                 await app.refresh_once()
                 await pilot.pause()
             laid_out.clear()
-            for _ in range(20):
+            # Twelve steady ticks hold a chart redraw (every few seconds on a seven-minute axis) and a step of
+            # the creep watch's ETAs; a layout on every tick shows in the first (they were twenty).
+            for _ in range(12):
                 await app.refresh_once()
                 await pilot.pause()
             assert laid_out == [], (
