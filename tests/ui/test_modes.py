@@ -3,6 +3,7 @@ the footer offers no stop key where nothing can be stopped."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -79,15 +80,24 @@ async def test_demo_stops_are_marked_demo_in_the_action_log(
 
 
 async def test_creep_watch_says_it_is_collecting_data_until_it_can_judge() -> None:
+    from sparktop.analysis.trend import MIN_COVERAGE
+    from sparktop.session.session import CREEP_WINDOW_S
     from sparktop.ui.widgets.creep_alerts import CreepAlerts
 
-    app = make_app("audio", warmup=30)
+    # The demo samples once a second: the creep rule judges once the history spans MIN_COVERAGE of its
+    # window. Warmed up to three samples short of that (it was 30 samples and 160 ticks: the ticks, each
+    # analysed and drawn, were the cost), the watch still says it is collecting; three ticks later it judges.
+    judged_at = math.ceil(MIN_COVERAGE * CREEP_WINDOW_S) + 1
+    app = make_app("audio", warmup=judged_at - 3)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         alerts = app.query_one(CreepAlerts)
-        assert alerts.display and "collecting data" in str(alerts.render())
-        for _ in range(160):
+        assert alerts.display and "collecting data (~10 s to go" in str(alerts.render())
+        for _ in range(2):
             await app.refresh_once()
+        await pilot.pause()
+        assert alerts.display and "collecting data (~10 s to go" in str(alerts.render())
+        await app.refresh_once()
         await pilot.pause()
         assert not alerts.display  # enough data, and the calm audio scenario does not creep
 
@@ -104,9 +114,10 @@ async def test_ctrl_c_quits_as_in_top() -> None:
 async def test_psi_numbers_are_labelled_with_their_averaging_windows() -> None:
     from sparktop.ui.widgets.pressure_panel import PressurePanel
 
-    for size in ((120, 36), (80, 24)):
-        app = make_app(warmup=5)
-        async with app.run_test(size=size) as pilot:
+    app = make_app(warmup=5)
+    async with app.run_test(size=(120, 36)) as pilot:
+        for size in ((120, 36), (80, 24)):  # at 80x24 the panel is compact
+            await pilot.resize_terminal(*size)
             await pilot.pause()
             lines = str(app.query_one(PressurePanel).render()).splitlines()
             header = next(i for i, line in enumerate(lines) if line.startswith("PSI avg"))
