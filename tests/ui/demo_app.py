@@ -154,14 +154,26 @@ def shared_app(scenario: str = "default", warmup: int = WARMUP, size: tuple[int,
 
 
 async def reset_dashboard(app: SparktopApp, pilot: Pilot, size: tuple[int, int] = (120, 36)) -> None:
-    """A shared dashboard (shared_app) as it starts: no dialog or toast, the terminal at `size`, the first
-    tab shown. For a module's tests that change those and nothing else (a sort, a filter or a cursor is not
-    put back: such a test keeps an app of its own)."""
+    """A shared dashboard (shared_app) as it starts: no dialog or toast, the terminal at `size`, no filter,
+    the tables sorted by total with their empty rows hidden and the cursor on the first row, the first tab
+    shown. For a module's tests that change those and nothing else (a test that takes a sample, pauses or
+    changes the session keeps an app of its own: the others read its first frame)."""
+    from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
+
     while app.screen is not app.dashboard:
         app.pop_screen()
     app.clear_notifications()
     if tuple(app.size) != size:
         await pilot.resize_terminal(*size)
+    dashboard = app.dashboard
+    dashboard.action_clear_filter()
+    for table in (dashboard.query_one(ContainersTable), dashboard.query_one(ProcessesTable)):
+        if (table.sort_column, table.sort_reverse) != ("total", True):
+            table.sort_by("total", True)
+        if table.show_minor:
+            table.set_show_minor(False)
+        if table.row_count:
+            table.move_cursor(row=0, animate=False, scroll=True)
     await pilot.press("1")
     await pilot.pause()
 

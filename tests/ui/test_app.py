@@ -107,35 +107,34 @@ async def test_ok_pressure_has_no_banner():
         assert "OK" in rendered(app.query_one(PressurePanel))
 
 
-async def test_sort_by_keys_and_header_click():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("2")
-        table = app.query_one(ContainersTable)
-        assert table.sort_column == "total" and table.sort_reverse
-        # A model server's row sorts by what it holds with its models' rows (drawn under it).
-        rows = table._rows
-        totals = [
-            sum(r.values["total"] for r in rows.values() if k in (r.key, r.parent))
-            for k in table_keys(table)
-            if rows[k].parent is None
-        ]
-        assert totals == sorted(totals, reverse=True)
+async def test_sort_by_keys_and_header_click(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.press("2")
+    table = app.query_one(ContainersTable)
+    assert table.sort_column == "total" and table.sort_reverse
+    # A model server's row sorts by what it holds with its models' rows (drawn under it).
+    rows = table._rows
+    totals = [
+        sum(r.values["total"] for r in rows.values() if k in (r.key, r.parent))
+        for k in table_keys(table)
+        if rows[k].parent is None
+    ]
+    assert totals == sorted(totals, reverse=True)
 
-        await pilot.press("o")  # next column after total: trend
-        assert table.sort_column == "trend"
-        await pilot.press("O")
-        assert table.sort_column == "trend" and not table.sort_reverse
+    await pilot.press("o")  # next column after total: trend
+    assert table.sort_column == "trend"
+    await pilot.press("O")
+    assert table.sort_column == "trend" and not table.sort_reverse
 
-        # Click the "container" header: sorts by name, A→Z.
-        await pilot.click(ContainersTable, offset=(3, 0))
-        await pilot.pause()
-        assert table.sort_column == "name" and not table.sort_reverse
-        names = [table._rows[k].values["name"] for k in table_keys(table) if table._rows[k].parent is None]
-        assert names == sorted(names, key=str.lower)
-        await pilot.click(ContainersTable, offset=(3, 0))
-        assert table.sort_reverse
-        assert "▼" in str(table.columns["name"].label)  # type: ignore[index]
+    # Click the "container" header: sorts by name, A→Z.
+    await pilot.click(ContainersTable, offset=(3, 0))
+    await pilot.pause()
+    assert table.sort_column == "name" and not table.sort_reverse
+    names = [table._rows[k].values["name"] for k in table_keys(table) if table._rows[k].parent is None]
+    assert names == sorted(names, key=str.lower)
+    await pilot.click(ContainersTable, offset=(3, 0))
+    assert table.sort_reverse
+    assert "▼" in str(table.columns["name"].label)  # type: ignore[index]
 
 
 async def test_filter_with_slash():
@@ -227,17 +226,16 @@ async def test_hidden_tables_make_their_rows_only_when_needed():
         assert app.dashboard.selected_process() is not None
 
 
-async def test_selected_container_lookup():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("2")
-        container = app.dashboard.selected_container()
-        assert container is not None
-        assert container.name == "ollama"  # the largest, first by total
-        await pilot.press("down")  # its model's row: no container
-        assert app.dashboard.selected_container() is None
-        await pilot.press("down")
-        assert app.dashboard.selected_container().name == "ssd-tetris-train-1"
+async def test_selected_container_lookup(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.press("2")
+    container = app.dashboard.selected_container()
+    assert container is not None
+    assert container.name == "ollama"  # the largest, first by total
+    await pilot.press("down")  # its model's row: no container
+    assert app.dashboard.selected_container() is None
+    await pilot.press("down")
+    assert app.dashboard.selected_container().name == "ssd-tetris-train-1"
 
 
 async def test_pause_freezes_the_views_but_not_the_history():

@@ -21,7 +21,7 @@ from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.execing import wrapper_that_execs
 from tests.fixtures.sources import NoDocker, NoGpu
-from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app, reset_dashboard, screen_text, shared_app
+from tests.ui.demo_app import SEVEN_MINUTES, column_cells, reset_dashboard, screen_text, shared_app
 
 MIB = 1024**2
 
@@ -170,51 +170,52 @@ async def test_a_process_that_execs_is_shown_by_what_it_runs_now(tmp_path: Path)
             assert table.get_cell(key, "command").plain == "sleep 3600"
 
 
-async def test_home_end_g_and_G_move_to_the_first_and_last_row() -> None:
-    """Home and End scrolled the table sideways and g / G did nothing."""
-    app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("3")
+@in_module_loop
+async def test_home_end_g_and_G_move_to_the_first_and_last_row(dashboard: tuple[SparktopApp, Pilot]) -> None:
+    """Home and End scrolled the table sideways and g / G did nothing. (On the shared dashboard: it leaves
+    the cursor on the first row, where it starts.)"""
+    app, pilot = dashboard
+    await pilot.press("3")
+    await pilot.pause()
+    table = app.query_one(ProcessesTable)
+    table.focus()
+    assert table.row_count > table.size.height  # more rows than fit: the view must follow
+    for last_key, first_key in (("end", "home"), ("G", "g")):
+        await pilot.press(last_key)
         await pilot.pause()
-        table = app.query_one(ProcessesTable)
-        table.focus()
-        assert table.row_count > table.size.height  # more rows than fit: the view must follow
-        for last_key, first_key in (("end", "home"), ("G", "g")):
-            await pilot.press(last_key)
-            await pilot.pause()
-            assert table.cursor_row == table.row_count - 1
-            assert table.scroll_y == table.max_scroll_y > 0 and table.scroll_x == 0
-            await pilot.press(first_key)
-            await pilot.pause()
-            assert table.cursor_row == 0 and table.scroll_y == 0
-
-
-async def test_a_new_sort_shows_the_top_rows_with_the_cursor_on_the_first() -> None:
-    """After `o` the cursor, left on the first row, followed that row wherever the new order put it, and the
-    view went with it: the top rows of the new order were out of sight."""
-    app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("3")
-        await pilot.pause()
-        table = app.query_one(ProcessesTable)
-        table.focus()
-        for _ in range(len(table.column_keys)):
-            await pilot.press("o")
-            await pilot.pause()
-            assert table.cursor_row == 0 and table.scroll_y == 0, table.sort_column
-        await pilot.press("O")
+        assert table.cursor_row == table.row_count - 1
+        assert table.scroll_y == table.max_scroll_y > 0 and table.scroll_x == 0
+        await pilot.press(first_key)
         await pilot.pause()
         assert table.cursor_row == 0 and table.scroll_y == 0
-        # A row the user chose stays chosen through a sort, and in view.
-        await pilot.press("G")
-        chosen = table.selected_key
-        for _ in range(3):
-            await pilot.press("o")
-            await pilot.pause()
-            assert table.selected_key == chosen
-            assert (
-                table.scroll_y <= table.cursor_row < table.scroll_y + table.scrollable_content_region.height
-            )
+
+
+@in_module_loop
+async def test_a_new_sort_shows_the_top_rows_with_the_cursor_on_the_first(
+    dashboard: tuple[SparktopApp, Pilot],
+) -> None:
+    """After `o` the cursor, left on the first row, followed that row wherever the new order put it, and the
+    view went with it: the top rows of the new order were out of sight."""
+    app, pilot = dashboard
+    await pilot.press("3")
+    await pilot.pause()
+    table = app.query_one(ProcessesTable)
+    table.focus()
+    for _ in range(len(table.column_keys)):
+        await pilot.press("o")
+        await pilot.pause()
+        assert table.cursor_row == 0 and table.scroll_y == 0, table.sort_column
+    await pilot.press("O")
+    await pilot.pause()
+    assert table.cursor_row == 0 and table.scroll_y == 0
+    # A row the user chose stays chosen through a sort, and in view.
+    await pilot.press("G")
+    chosen = table.selected_key
+    for _ in range(3):
+        await pilot.press("o")
+        await pilot.pause()
+        assert table.selected_key == chosen
+        assert table.scroll_y <= table.cursor_row < table.scroll_y + table.scrollable_content_region.height
 
 
 class NoContainers(SnapshotSource):
@@ -261,17 +262,17 @@ async def test_an_empty_containers_tab_says_why(docker: DockerStatus, says: str)
         assert note.region.height >= 1 and note.region.width >= len(says)  # on screen, whole
 
 
-async def test_a_filter_that_matches_nothing_says_so() -> None:
-    app = make_app()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("3")
-        await pilot.press("slash", *"zqx", "enter")  # each key filters the table again: a short word
-        await pilot.pause()
-        note = app.query_one("#processes-empty", Static)
-        assert note.display and "no processes match the filter 'zqx'" in str(note.render())
-        await pilot.press("escape")
-        await pilot.pause()
-        assert not note.display
+@in_module_loop
+async def test_a_filter_that_matches_nothing_says_so(dashboard: tuple[SparktopApp, Pilot]) -> None:
+    app, pilot = dashboard  # the shared one: Esc takes the filter off again
+    await pilot.press("3")
+    await pilot.press("slash", *"zqx", "enter")  # each key filters the table again: a short word
+    await pilot.pause()
+    note = app.query_one("#processes-empty", Static)
+    assert note.display and "no processes match the filter 'zqx'" in str(note.render())
+    await pilot.press("escape")
+    await pilot.pause()
+    assert not note.display and app.query_one(ProcessesTable).filter_text == ""
 
 
 @in_module_loop
