@@ -7,7 +7,7 @@ import html
 import os
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -181,11 +181,12 @@ async def reset_dashboard(app: SparktopApp, pilot: Pilot, size: tuple[int, int] 
 WHATIF_SIZE = (120, 36)
 
 
-def shared_whatif():
+def shared_whatif(app_factory: Callable[[Path], SparktopApp] | None = None):
     """A module-scoped fixture: open_whatif()'s dashboard (120×36, the built-in catalog in a private home of
     the module's own), shared by the module's What-if tests; take it through the `whatif` fixture below, which
     gives it back to each test as a fresh tab would be. The module's async tests run in the module's event
-    loop: `pytestmark = pytest.mark.asyncio(loop_scope="module")`.
+    loop: `pytestmark = pytest.mark.asyncio(loop_scope="module")`. `app_factory(folder)` makes another app
+    than the demo's (a folder of the module's own for its files).
 
         whatif_app = shared_whatif()
 
@@ -196,9 +197,10 @@ def shared_whatif():
     async def fixture(
         tmp_path_factory: pytest.TempPathFactory,
     ) -> AsyncIterator[tuple[SparktopApp, Pilot, WhatIfPane]]:
+        folder = tmp_path_factory.mktemp("whatif")
         with pytest.MonkeyPatch.context() as monkeypatch:
-            use_private_home(monkeypatch, tmp_path_factory.mktemp("whatif") / "home")
-            app = make_app(warmup=5)
+            use_private_home(monkeypatch, folder / "home")
+            app = app_factory(folder) if app_factory is not None else make_app(warmup=5)
             async with app.run_test(size=WHATIF_SIZE) as pilot:
                 pane = await show_whatif(app, pilot)
                 yield app, pilot, pane

@@ -32,7 +32,10 @@ from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.fixtures.exporters import get
 from tests.fixtures.sources import NoDocker, NoGpu
 from tests.fixtures.trees import ProcTree, meminfo_text
-from tests.ui.demo_app import show_whatif
+from tests.ui.demo_app import shared_whatif
+
+# The async tests run in the module's event loop: the What-if checks share one app on the small machine.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 KIB = 1024
 POOL = 24 * 1024**3  # MemTotal of a 24 GiB VM: 25.8 GB
@@ -49,6 +52,16 @@ def small_machine(tmp_path: Path) -> LiveSource:
     return LiveSource(
         proc_root=tmp_path / "proc", cgroup_root=tmp_path / "cgroup", nvml=NoGpu(), docker=NoDocker()
     )
+
+
+def small_machine_app(folder: Path) -> SparktopApp:
+    return SparktopApp(small_machine(folder), Config(), auto_refresh=False, warmup=1,
+                       user_theme_dir=folder / "no-themes")  # fmt: skip
+
+
+# The What-if checks of "clean" and of saved plans share one dashboard on the small machine, its What-if tab
+# as `w` first shows it (`whatif`, tests/ui/conftest.py), instead of an app and a catalog each.
+whatif_app = shared_whatif(small_machine_app)
 
 
 def metric(text: str, name: str, line: str) -> float:
@@ -145,29 +158,25 @@ def run_plan(snapshot: Snapshot, *argv: str) -> tuple[int, str]:
 
 @pytest.mark.usefixtures("private_home")
 @pytest.mark.parametrize(("presses", "flag"), [(1, "--clean"), (2, "--machine=spark")], ids=["here", "spark"])
-async def test_clean_means_the_same_machine_in_the_tab_and_the_cli(
-    tmp_path: Path, presses: int, flag: str
-) -> None:
-    source = small_machine(tmp_path)
-    snapshot = source.sample()
+async def test_clean_means_the_same_machine_in_the_tab_and_the_cli(presses: int, flag: str, whatif) -> None:
+    app, pilot, pane = whatif
+    snapshot = app.source.sample()  # the small machine, as the tab has it
+    assert pane.snapshot is not None and snapshot.memory.total == pane.snapshot.memory.total == POOL
     host = snapshot.hostname
     workloads = ["llama3.1:8b,context=32768", "gemma2:27b"]
     code, _text = run_plan(snapshot, flag, "--json", *workloads)
     cli = json.loads(_text)
     _code, text = run_plan(snapshot, flag, *workloads)
 
-    app = SparktopApp(source, Config(), auto_refresh=False, warmup=1, user_theme_dir=tmp_path / "no-themes")
-    async with app.run_test(size=(160, 48)) as pilot:
-        pane = await show_whatif(app, pilot)
-        await pilot.press(*"b" * presses)
-        assert pane.plan is not None
-        pane.plan.add("llama3.1:8b", context="32768")
-        pane.add("gemma2:27b")
-        await pilot.pause()
-        ev = pane.evaluation
-        assert ev is not None and ev.baseline.source == "clean"
-        head = str(pane.query_one("#whatif-head", Static).render())
-        verdicts = str(pane.query_one("#whatif-verdicts", Static).render())
+    await pilot.press(*"b" * presses)
+    assert pane.plan is not None
+    pane.plan.add("llama3.1:8b", context="32768")
+    pane.add("gemma2:27b")
+    await pilot.pause()
+    ev = pane.evaluation
+    assert ev is not None and ev.baseline.source == "clean"
+    head = str(pane.query_one("#whatif-head", Static).render())
+    verdicts = str(pane.query_one("#whatif-verdicts", Static).render())
 
     assert ev.verdict == cli["fit"] and code == EXIT_CODES[ev.verdict]
     assert ev.baseline.pool / GB == pytest.approx(cli["baseline"]["pool_gb"], abs=0.01)
@@ -185,36 +194,33 @@ async def test_clean_means_the_same_machine_in_the_tab_and_the_cli(
 @pytest.mark.usefixtures("private_home")
 @pytest.mark.parametrize(("presses", "mode"), [(0, "live"), (1, "clean"), (2, "spark")])
 async def test_a_saved_plan_is_judged_against_the_baseline_it_was_made_on(
-    tmp_path: Path, presses: int, mode: str
+    tmp_path: Path, presses: int, mode: str, whatif
 ) -> None:
     """A plan saved with the clean baseline was judged by `plan --file` against the live one (issue 32,
     Rough): the file says its baseline, `plan --file` uses it (unless the command line names one), and `l`
     brings it back."""
     from sparktop.ui.screens.plan_file import PlanFileScreen
 
-    source = small_machine(tmp_path)
     target = tmp_path / "plan.toml"
-    app = SparktopApp(source, Config(), auto_refresh=False, warmup=1, user_theme_dir=tmp_path / "no-themes")
-    async with app.run_test(size=(160, 48)) as pilot:
-        pane = await show_whatif(app, pilot)
-        await pilot.press(*"b" * presses)
-        pane.add("gemma2:27b")
-        await pilot.pause()
-        ev = pane.evaluation
-        snapshot = pane.snapshot
-        assert ev is not None and snapshot is not None
-        pane.plan_path = target
-        await pilot.press("s")
-        assert isinstance(app.screen, PlanFileScreen)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert target.exists()
-        await pilot.press(*"b" * ((3 - presses) % 3 + 1))  # another baseline on show ...
-        await pilot.press("l")
-        app.screen.query_one("#path").value = str(target)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert pane.baseline_mode == mode  # ... and the file's back
+    app, pilot, pane = whatif
+    await pilot.press(*"b" * presses)
+    pane.add("gemma2:27b")
+    await pilot.pause()
+    ev = pane.evaluation
+    snapshot = pane.snapshot
+    assert ev is not None and snapshot is not None and snapshot.memory.total == POOL
+    pane.plan_path = target
+    await pilot.press("s")
+    assert isinstance(app.screen, PlanFileScreen)
+    await pilot.press("enter")
+    await pilot.pause()
+    assert target.exists()
+    await pilot.press(*"b" * ((3 - presses) % 3 + 1))  # another baseline on show ...
+    await pilot.press("l")
+    app.screen.query_one("#path").value = str(target)
+    await pilot.press("enter")
+    await pilot.pause()
+    assert pane.baseline_mode == mode  # ... and the file's back
     assert f'baseline = "{mode}"' in target.read_text()
     _code, out = run_plan(snapshot, "--json", "--file", str(target))
     cli = json.loads(out)
