@@ -16,11 +16,13 @@ from textual.widgets._footer import FooterKey
 from tests.ui.demo_app import make_app
 
 
-def detached_widgets(kind: type[Widget] = Widget) -> int:
-    """Widgets of `kind` no longer in any DOM but still alive. Counted before and after, so what other
-    tests in the same worker process left behind does not count against this one."""
+def detached_widgets() -> tuple[int, int]:
+    """Widgets, and footer keys among them, no longer in any DOM but still alive (one collection and one
+    pass over the worker's objects for both). Counted before and after, so what other tests in the same
+    worker process left behind does not count against this one."""
     gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, kind) and not o.is_attached)
+    detached = [o for o in gc.get_objects() if isinstance(o, Widget) and not o.is_attached]
+    return len(detached), sum(1 for o in detached if isinstance(o, FooterKey))
 
 
 def styles_caches_without_a_widget() -> int:
@@ -39,16 +41,16 @@ async def test_tab_switches_leave_no_widgets_and_no_rendered_lines_behind() -> N
         for key in "12345":  # every tab drawn once: what stays is the working set
             await pilot.press(key)
         await pilot.pause()
-        before = detached_widgets()
-        keys_before = detached_widgets(FooterKey)
+        before, keys_before = detached_widgets()
         # A switch to a tab with other keys rebuilds the footer's keys and draws their lines, and a leak keeps
         # every rebuild's. Tabs 1-3 show the same keys; 3 -> 4 -> 5 rebuilds twice (the loop went round all
         # five tabs twice, ~0.3 s of CPU a switch in a loaded worker, for four rebuilds).
         for key in "345":
             await pilot.press(key)
             await pilot.pause()
-        assert detached_widgets() <= before, "removed widgets are still referenced"
-        assert detached_widgets(FooterKey) <= keys_before, "removed footer keys are still referenced"
+        after, keys_after = detached_widgets()
+        assert after <= before, "removed widgets are still referenced"
+        assert keys_after <= keys_before, "removed footer keys are still referenced"
         await app.refresh_once()  # the next tick lets go of their rendered lines
         await pilot.pause()
         assert styles_caches_without_a_widget() <= 0, "dead widgets' rendered lines are still referenced"
