@@ -105,9 +105,10 @@ class BrokenDocker(DemoSource):
 async def test_the_header_never_cuts_a_reason_mid_sentence() -> None:
     """Too narrow for the whole line, the notices go to lines of their own and wrap at words: every word
     of the reason is on screen; only the host-and-clock part may end in "…"."""
-    for width in (200, 120, 80, 70):
-        app = SparktopApp(BrokenDocker(), Config(), auto_refresh=False, warmup=2)
-        async with app.run_test(size=(width, 30)) as pilot:
+    app = SparktopApp(BrokenDocker(), Config(), auto_refresh=False, warmup=2)
+    async with app.run_test(size=(200, 30)) as pilot:
+        for width in (200, 120, 80, 70):  # one app, resized: the header lays its lines out at each width
+            await pilot.resize_terminal(width, 30)
             await pilot.pause()
             header = app.query_one(StatusLine)
             lines = status_text(app).splitlines()
