@@ -6,36 +6,45 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from textual.pilot import Pilot
+
 from sparktop.analysis.served import served_split, split_models
 from sparktop.core.columns import CONTAINER_COLUMN_SPECS
 from sparktop.session.rows import cell_text, container_rows
+from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.gpu_memory_bar import GpuMemoryBar
 from sparktop.ui.widgets.status_line import StatusLine
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import make_app, reset_dashboard, shared_app
 from tests.ui.demo_session import demo_session
 
+# The checks that read the discrete machine's dashboard (at a size) share one; they run in the module's event
+# loop (`in_module_loop`).
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+discrete = shared_app("discrete", warmup=30)
 
-async def test_discrete_gpu_has_a_memory_bar_of_its_own() -> None:
-    app = make_app("discrete", warmup=30)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        snapshot = app.session.latest
-        assert snapshot is not None and snapshot.accounting is not None
-        assert "h100-demo · discrete GPU" in str(app.query_one(StatusLine).render())
-        gpu_bar = app.query_one(GpuMemoryBar)
-        assert gpu_bar.display and gpu_bar.region.height >= 3
-        text = str(gpu_bar.render())
-        [device] = snapshot.accounting.gpu_memory
-        assert f"GPU 0 memory {device.used / 1024**3:.1f} GiB used of 79.6 GiB" in text
-        assert "ssd-tetris-train-1" in text and "other (driver, unlisted) 530 MiB" in text
-        # The same consumer has the same colour in both bars.
-        pool_colors = {seg.key: seg.color for seg in app.query_one(BudgetBar).segments}
-        shares = [seg for seg in gpu_bar.segments[0] if seg.key.startswith("container:")]
-        assert shares and all(seg.color == pool_colors[seg.key] for seg in shares)
-        # The pool bar holds host memory only: the GPU's memory is not drawn there.
-        assert snapshot.memory.used < device.used + sum(c.cpu_bytes for c in snapshot.accounting.consumers)
-        assert all(c.gpu_bytes == 0 for c in snapshot.accounting.consumers)
+
+@in_module_loop
+async def test_discrete_gpu_has_a_memory_bar_of_its_own(discrete: tuple[SparktopApp, Pilot]) -> None:
+    app, pilot = discrete
+    await reset_dashboard(app, pilot, (120, 36))
+    snapshot = app.session.latest
+    assert snapshot is not None and snapshot.accounting is not None
+    assert "h100-demo · discrete GPU" in str(app.query_one(StatusLine).render())
+    gpu_bar = app.query_one(GpuMemoryBar)
+    assert gpu_bar.display and gpu_bar.region.height >= 3
+    text = str(gpu_bar.render())
+    [device] = snapshot.accounting.gpu_memory
+    assert f"GPU 0 memory {device.used / 1024**3:.1f} GiB used of 79.6 GiB" in text
+    assert "ssd-tetris-train-1" in text and "other (driver, unlisted) 530 MiB" in text
+    # The same consumer has the same colour in both bars.
+    pool_colors = {seg.key: seg.color for seg in app.query_one(BudgetBar).segments}
+    shares = [seg for seg in gpu_bar.segments[0] if seg.key.startswith("container:")]
+    assert shares and all(seg.color == pool_colors[seg.key] for seg in shares)
+    # The pool bar holds host memory only: the GPU's memory is not drawn there.
+    assert snapshot.memory.used < device.used + sum(c.cpu_bytes for c in snapshot.accounting.consumers)
+    assert all(c.gpu_bytes == 0 for c in snapshot.accounting.consumers)
 
 
 def test_containers_table_shows_gpu_memory_on_a_discrete_gpu() -> None:
@@ -56,44 +65,46 @@ def test_containers_table_shows_gpu_memory_on_a_discrete_gpu() -> None:
 
 
 async def test_a_spark_has_no_second_bar_and_says_unified_memory() -> None:
-    app = make_app("default", warmup=30)
+    app = make_app("default", warmup=3)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         assert not app.query_one(GpuMemoryBar).display
         assert "spark-demo · unified memory" in str(app.query_one(StatusLine).render())
 
 
-async def test_on_a_short_terminal_the_gpu_bar_keeps_the_top_holder_and_free() -> None:
-    app = make_app("discrete", warmup=30)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        gpu_bar = app.query_one(GpuMemoryBar)
-        lines = str(gpu_bar.render()).splitlines()
-        assert len(lines) == 3 and gpu_bar.region.height == 3  # title, bar, one legend line
-        assert all(len(line) <= gpu_bar.size.width for line in lines)
-        legend = lines[2]
-        assert legend.startswith("■ ssd-tetris-train-1 11.") and "more" in legend and "■ free" in legend
+@in_module_loop
+async def test_on_a_short_terminal_the_gpu_bar_keeps_the_top_holder_and_free(
+    discrete: tuple[SparktopApp, Pilot],
+) -> None:
+    app, pilot = discrete
+    await reset_dashboard(app, pilot, (80, 24))
+    gpu_bar = app.query_one(GpuMemoryBar)
+    lines = str(gpu_bar.render()).splitlines()
+    assert len(lines) == 3 and gpu_bar.region.height == 3  # title, bar, one legend line
+    assert all(len(line) <= gpu_bar.size.width for line in lines)
+    legend = lines[2]
+    assert legend.startswith("■ ssd-tetris-train-1 11.") and "more" in legend and "■ free" in legend
 
 
-async def test_at_60_columns_the_gpu_legend_keeps_whole_items() -> None:
+@in_module_loop
+async def test_at_60_columns_the_gpu_legend_keeps_whole_items(discrete: tuple[SparktopApp, Pilot]) -> None:
     """At 60x18 the GPU memory bar's legend was one line cut at "■ free 5…" (issue 32, Rough): the items
     that fit are shown whole, the largest holder and free first."""
-    app = make_app("discrete", warmup=30)
-    async with app.run_test(size=(60, 18)) as pilot:
-        await pilot.pause()
-        gpu_bar = app.query_one(GpuMemoryBar)
-        lines = str(gpu_bar.render()).splitlines()
+    app, pilot = discrete
+    await reset_dashboard(app, pilot, (60, 18))
+    gpu_bar = app.query_one(GpuMemoryBar)
+    lines = str(gpu_bar.render()).splitlines()
     legend = lines[2:]
     assert legend and not any("…" in line for line in legend), lines
     assert "■ ssd-tetris-train-1" in legend[0] and re.search(r"■ free \d+\.\d GiB", legend[0]), lines
 
 
-async def test_at_60_columns_the_status_line_drops_whole_parts() -> None:
+@in_module_loop
+async def test_at_60_columns_the_status_line_drops_whole_parts(discrete: tuple[SparktopApp, Pilot]) -> None:
     """At 60 columns the status line ended in "· e…" (issue 32, Rough): a part that does not fit goes whole
     ("every 1 s"), and the line says so with " …"."""
-    app = make_app("discrete", warmup=30)
-    async with app.run_test(size=(60, 18)) as pilot:
-        await pilot.pause()
-        line = str(app.query_one(StatusLine).render()).splitlines()[0]
+    app, pilot = discrete
+    await reset_dashboard(app, pilot, (60, 18))
+    line = str(app.query_one(StatusLine).render()).splitlines()[0]
     assert len(line) <= 60 and line.endswith(" …"), line
     assert re.search(r"· \d\d:\d\d:\d\d …$", line), line
