@@ -2,34 +2,44 @@
 
 from __future__ import annotations
 
+import pytest
+from textual.pilot import Pilot
+
 from sparktop.core.snapshot import ServedModel, ServiceReport
 from sparktop.sources.demo import DemoSource
+from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
-from tests.ui.demo_app import make_app, show_whatif
+from tests.ui.demo_app import make_app, reset_dashboard, shared_app, show_whatif
+
+# The checks that read the model servers' dashboard (at a size) share one; they run in the module's event loop
+# (`in_module_loop`).
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+servers = shared_app("servers", warmup=30)
 
 
-async def test_models_tab_lists_every_served_model():
-    app = make_app("servers", warmup=30)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("5")
-        await pilot.pause()
-        text = str(app.query_one(ModelsPanel).render())
-        for name in ("qwen3:32b", "gemma3:12b", "nomic-embed-text:latest", "Qwen/Qwen3-8B"):
-            assert name in text
-        assert "ollama 0.12.6" in text and "vllm 0.11.0" in text
-        assert "vllm:kv_cache_usage_perc" in text  # which version gave what
-        bar = app.query_one(BudgetBar)
-        assert any(s.label == "qwen3:32b (ollama)" for s in bar.segments)
-        assert sum(s.nbytes for s in bar.segments) == app.session.latest.memory.total
+@in_module_loop
+async def test_models_tab_lists_every_served_model(servers: tuple[SparktopApp, Pilot]):
+    app, pilot = servers
+    await reset_dashboard(app, pilot)
+    await pilot.press("5")
+    await pilot.pause()
+    text = str(app.query_one(ModelsPanel).render())
+    for name in ("qwen3:32b", "gemma3:12b", "nomic-embed-text:latest", "Qwen/Qwen3-8B"):
+        assert name in text
+    assert "ollama 0.12.6" in text and "vllm 0.11.0" in text
+    assert "vllm:kv_cache_usage_perc" in text  # which version gave what
+    bar = app.query_one(BudgetBar)
+    assert any(s.label == "qwen3:32b (ollama)" for s in bar.segments)
+    assert sum(s.nbytes for s in bar.segments) == app.session.latest.memory.total
 
 
-async def test_cuda_free_shown_next_to_available():
-    app = make_app("servers", warmup=5)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        assert "CUDA free" in str(app.query_one(PressurePanel).render())
+@in_module_loop
+async def test_cuda_free_shown_next_to_available(servers: tuple[SparktopApp, Pilot]):
+    app, pilot = servers
+    await reset_dashboard(app, pilot)
+    assert "CUDA free" in str(app.query_one(PressurePanel).render())
 
 
 class _Hostile(DemoSource):
@@ -135,20 +145,20 @@ async def test_the_slowdown_marker_is_a_glyph_common_fonts_have() -> None:
     assert not missing, missing
 
 
-async def test_a_narrow_models_tab_drops_whole_columns() -> None:
+@in_module_loop
+async def test_a_narrow_models_tab_drops_whole_columns(servers: tuple[SparktopApp, Pilot]) -> None:
     """At 80x24 the Models table ended in "run/w…" and a column of "…" (issue 32, Rough): where the width
     is short, whole columns go, rightmost first, and server, model, CPU and GPU stay."""
     from tests.ui.demo_app import screen_text
 
-    app = make_app(scenario="servers", warmup=5)
-    async with app.run_test(size=(60, 18)) as pilot:
+    app, pilot = servers
+    for size in ((60, 18), (80, 24)):  # the tab lays its columns out at each width
+        await reset_dashboard(app, pilot, size)
         await pilot.press("5")
-        for size in ((60, 18), (80, 24)):  # one app, resized: the tab lays its columns out at each width
-            await pilot.resize_terminal(*size)
-            await pilot.pause()
-            lines = screen_text(app).splitlines()
-            header = next(line for line in lines if line.startswith("server "))
-            assert header.split()[:4] == ["server", "model", "CPU", "GPU"], header
-            assert "…" not in header, header
-            rows = [line for line in lines if line.startswith(("ollama ", "vllm "))]
-            assert rows and not any(line.rstrip().endswith("…") for line in rows), rows
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if line.startswith("server "))
+        assert header.split()[:4] == ["server", "model", "CPU", "GPU"], header
+        assert "…" not in header, header
+        rows = [line for line in lines if line.startswith(("ollama ", "vllm "))]
+        assert rows and not any(line.rstrip().endswith("…") for line in rows), rows
