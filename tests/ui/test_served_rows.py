@@ -6,18 +6,26 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from textual.geometry import Region
+from textual.pilot import Pilot
 
 from sparktop.analysis.served import ModelPart, model_key
 from sparktop.core.snapshot import GpuProcess, ProcessInfo, ServedModel, ServiceReport, process_key
 from sparktop.sources.demo import DemoSource
+from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.budget_bar import BudgetBar
-from tests.ui.demo_app import make_app
+from tests.ui.demo_app import make_app, reset_dashboard, shared_app
 
 SIZE = (120, 36)
 GIB = 1024**3
+
+# The checks that read the servers' tables (a filter is put back after) share one dashboard; they run in the
+# module's event loop (`in_module_loop`). The ones that take samples keep an app of their own.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+servers = shared_app("servers", warmup=30, size=SIZE)
 
 
 def shown_keys(table) -> list[str]:
@@ -60,53 +68,56 @@ def original(app, key):
     return next(c for c in app.session.latest.accounting.consumers if c.key == key)
 
 
-async def test_containers_tab_splits_each_server_into_its_models_as_the_bar_does():
-    app = make_app("servers", warmup=30)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        table = app.query_one(ContainersTable)
-        snap = app.session.latest
-        by_name = {c.name: f"container:{c.id}" for c in snap.containers}
-        ollama, vllm = by_name["ollama"], by_name["vllm-qwen3-8b"]
-        reports = {r.owner: r for r in snap.services}
-        found = groups(table)
-        assert set(found) == {ollama, vllm}
-        assert sorted(found[ollama]) == sorted(model_key(reports[ollama], m) for m in reports[ollama].models)
-        assert found[vllm] == [model_key(reports[vllm], reports[vllm].models[0])]
-        segments = {s.key: s for s in app.query_one(BudgetBar).segments}
-        for server, models in found.items():
-            parent = table._rows[server].values
-            # The server's row is what is left, its own: the bar's segment for it.
-            assert parent["total"] == segments[server].nbytes
-            assert parent["gpu"] == segments[server].gpu_bytes
-            for key in models:
-                row = table._rows[key]
-                assert isinstance(row.item, ModelPart) and row.item.owner == server
-                assert row.values["total"] == segments[key].nbytes
-                assert row.values["gpu"] == segments[key].gpu_bytes
-                assert row.values["cpu"] + row.values["gpu"] == row.values["total"]
-            # ... and the rows add up to what the container holds, column by column.
-            whole = original(app, server)
-            assert parent["cpu"] + sum(table._rows[k].values["cpu"] for k in models) == whole.cpu_bytes
-            assert parent["gpu"] + sum(table._rows[k].values["gpu"] for k in models) == whole.gpu_bytes
-            assert parent["total"] + sum(table._rows[k].values["total"] for k in models) == whole.total
-        # The model's name, its GPU-side size (Ollama's size_vram) and the time until Ollama unloads it.
-        qwen = next(m for m in reports[ollama].models if m.name == "qwen3:32b")
-        row = table._rows[model_key(reports[ollama], qwen)]
-        assert row.values["name"] == " └ qwen3:32b"
-        assert row.values["gpu"] == qwen.gpu_bytes and row.values["cpu"] == qwen.cpu_bytes == 0
-        minutes = round((qwen.expires_at - snap.timestamp) / 60)
-        assert row.values["service"] == f"unloads in {minutes} min"
-        assert table._rows[found[vllm][0]].values["service"] == "reserved at start"
-        # On screen: the model rows are drawn under their server, the unload time in the service column.
-        lines = screen_lines(table)
-        at = next(i for i, line in enumerate(lines) if line.startswith("ollama llm ollama"))
-        assert all(line.startswith("└ ") for line in lines[at + 1 : at + 4])
-        # CPU side, GPU side, sm (a model row is no process: —), total
-        assert re.search(
-            r"└ qwen3:32b unloads in \d+ min 0 B (19\.9|20\.0) GiB — (19\.9|20\.0) GiB", " ".join(lines)
-        )
+@in_module_loop
+async def test_containers_tab_splits_each_server_into_its_models_as_the_bar_does(
+    servers: tuple[SparktopApp, Pilot],
+):
+    app, pilot = servers
+    await reset_dashboard(app, pilot, SIZE)
+    await pilot.press("2")
+    await pilot.pause()
+    table = app.query_one(ContainersTable)
+    snap = app.session.latest
+    by_name = {c.name: f"container:{c.id}" for c in snap.containers}
+    ollama, vllm = by_name["ollama"], by_name["vllm-qwen3-8b"]
+    reports = {r.owner: r for r in snap.services}
+    found = groups(table)
+    assert set(found) == {ollama, vllm}
+    assert sorted(found[ollama]) == sorted(model_key(reports[ollama], m) for m in reports[ollama].models)
+    assert found[vllm] == [model_key(reports[vllm], reports[vllm].models[0])]
+    segments = {s.key: s for s in app.query_one(BudgetBar).segments}
+    for server, models in found.items():
+        parent = table._rows[server].values
+        # The server's row is what is left, its own: the bar's segment for it.
+        assert parent["total"] == segments[server].nbytes
+        assert parent["gpu"] == segments[server].gpu_bytes
+        for key in models:
+            row = table._rows[key]
+            assert isinstance(row.item, ModelPart) and row.item.owner == server
+            assert row.values["total"] == segments[key].nbytes
+            assert row.values["gpu"] == segments[key].gpu_bytes
+            assert row.values["cpu"] + row.values["gpu"] == row.values["total"]
+        # ... and the rows add up to what the container holds, column by column.
+        whole = original(app, server)
+        assert parent["cpu"] + sum(table._rows[k].values["cpu"] for k in models) == whole.cpu_bytes
+        assert parent["gpu"] + sum(table._rows[k].values["gpu"] for k in models) == whole.gpu_bytes
+        assert parent["total"] + sum(table._rows[k].values["total"] for k in models) == whole.total
+    # The model's name, its GPU-side size (Ollama's size_vram) and the time until Ollama unloads it.
+    qwen = next(m for m in reports[ollama].models if m.name == "qwen3:32b")
+    row = table._rows[model_key(reports[ollama], qwen)]
+    assert row.values["name"] == " └ qwen3:32b"
+    assert row.values["gpu"] == qwen.gpu_bytes and row.values["cpu"] == qwen.cpu_bytes == 0
+    minutes = round((qwen.expires_at - snap.timestamp) / 60)
+    assert row.values["service"] == f"unloads in {minutes} min"
+    assert table._rows[found[vllm][0]].values["service"] == "reserved at start"
+    # On screen: the model rows are drawn under their server, the unload time in the service column.
+    lines = screen_lines(table)
+    at = next(i for i, line in enumerate(lines) if line.startswith("ollama llm ollama"))
+    assert all(line.startswith("└ ") for line in lines[at + 1 : at + 4])
+    # CPU side, GPU side, sm (a model row is no process: —), total
+    assert re.search(
+        r"└ qwen3:32b unloads in \d+ min 0 B (19\.9|20\.0) GiB — (19\.9|20\.0) GiB", " ".join(lines)
+    )
 
 
 async def test_sorting_keeps_each_model_row_under_its_server():
@@ -134,14 +145,15 @@ async def test_sorting_keeps_each_model_row_under_its_server():
             groups(table)
 
 
-async def test_filtering_by_a_model_name_shows_its_server_with_its_models():
-    app = make_app("servers", warmup=30)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2", "slash", *"gemma", "enter")
-        await pilot.pause()
-        table = app.query_one(ContainersTable)
-        names = [table._rows[k].values["name"] for k in shown_keys(table)]
-        assert names[0] == "ollama" and " └ gemma3:12b" in names and len(names) == 4
+@in_module_loop
+async def test_filtering_by_a_model_name_shows_its_server_with_its_models(servers: tuple[SparktopApp, Pilot]):
+    app, pilot = servers
+    await reset_dashboard(app, pilot, SIZE)
+    await pilot.press("2", "slash", *"gemma", "enter")
+    await pilot.pause()
+    table = app.query_one(ContainersTable)
+    names = [table._rows[k].values["name"] for k in shown_keys(table)]
+    assert names[0] == "ollama" and " └ gemma3:12b" in names and len(names) == 4
 
 
 async def test_stop_keys_on_a_model_row_act_on_nothing_and_say_why():
