@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Footer
 
 from sparktop.settings.config import Config, load_config
@@ -16,7 +17,12 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop_keys import READ_ONLY
 from tests.fixtures.recordings import demo_snapshots, write_recording
-from tests.ui.demo_app import footer_keys, make_app, status_text
+from tests.ui.demo_app import footer_keys, make_app, reset_dashboard, shared_app, status_text
+
+# The checks that only read the demo's dashboard (at a size) share one; they run in the module's event loop
+# (`in_module_loop`).
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
+demo = shared_app(warmup=5)
 
 
 def recording(tmp_path: Path) -> Path:
@@ -25,12 +31,12 @@ def recording(tmp_path: Path) -> Path:
     return path
 
 
-async def test_demo_says_demo_and_offers_stop() -> None:
-    app = make_app(warmup=5)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        assert " DEMO " in status_text(app) and "READ-ONLY" not in status_text(app)
-        assert footer_keys(app).get("s") == "Stop"
+@in_module_loop
+async def test_demo_says_demo_and_offers_stop(demo: tuple[SparktopApp, Pilot]) -> None:
+    app, pilot = demo
+    await reset_dashboard(app, pilot)
+    assert " DEMO " in status_text(app) and "READ-ONLY" not in status_text(app)
+    assert footer_keys(app).get("s") == "Stop"
 
 
 async def test_read_only_says_so_hides_stop_and_explains_the_key() -> None:
@@ -111,22 +117,21 @@ async def test_ctrl_c_quits_as_in_top() -> None:
         assert not app.is_running
 
 
-async def test_psi_numbers_are_labelled_with_their_averaging_windows() -> None:
+@in_module_loop
+async def test_psi_numbers_are_labelled_with_their_averaging_windows(demo: tuple[SparktopApp, Pilot]) -> None:
     from sparktop.ui.widgets.pressure_panel import PressurePanel
 
-    app = make_app(warmup=5)
-    async with app.run_test(size=(120, 36)) as pilot:
-        for size in ((120, 36), (80, 24)):  # at 80x24 the panel is compact
-            await pilot.resize_terminal(*size)
-            await pilot.pause()
-            lines = str(app.query_one(PressurePanel).render()).splitlines()
-            header = next(i for i, line in enumerate(lines) if line.startswith("PSI avg"))
-            assert lines[header].split()[2:] == ["10", "s", "60", "s", "300", "s"], lines
-            assert lines[header + 1].startswith("PSI some") and lines[header + 2].startswith("PSI full")
-            # the header's columns end where the numbers end
-            end = len(lines[header].rstrip())
-            assert lines[header + 2][:end].split()[-1].replace(".", "").isdigit()
-            assert lines[header + 2][end : end + 1] in ("", " ")
+    app, pilot = demo
+    for size in ((120, 36), (80, 24)):  # at 80x24 the panel is compact
+        await reset_dashboard(app, pilot, size)
+        lines = str(app.query_one(PressurePanel).render()).splitlines()
+        header = next(i for i, line in enumerate(lines) if line.startswith("PSI avg"))
+        assert lines[header].split()[2:] == ["10", "s", "60", "s", "300", "s"], lines
+        assert lines[header + 1].startswith("PSI some") and lines[header + 2].startswith("PSI full")
+        # the header's columns end where the numbers end
+        end = len(lines[header].rstrip())
+        assert lines[header + 2][:end].split()[-1].replace(".", "").isdigit()
+        assert lines[header + 2][end : end + 1] in ("", " ")
 
 
 async def test_an_unreadable_read_only_setting_turns_stopping_off(tmp_path: Path) -> None:
