@@ -422,7 +422,7 @@ class FlakySource(SnapshotSource):
 
 async def test_source_error_keeps_last_data_marked_stale():
     source = FlakySource()
-    app = SparktopApp(source, Config(), auto_refresh=False, warmup=30, clock=lambda: 0.0)
+    app = SparktopApp(source, Config(), auto_refresh=False, warmup=3, clock=lambda: 0.0)
     async with app.run_test(size=(120, 36)) as pilot:
         good = app.session.latest
         before = rendered(app.query_one(BudgetBar))

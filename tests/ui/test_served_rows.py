@@ -121,7 +121,7 @@ async def test_containers_tab_splits_each_server_into_its_models_as_the_bar_does
 
 
 async def test_sorting_keeps_each_model_row_under_its_server():
-    app = make_app("servers", warmup=30)
+    app = make_app("servers", warmup=3)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         await pilot.pause()
@@ -157,7 +157,7 @@ async def test_filtering_by_a_model_name_shows_its_server_with_its_models(server
 
 
 async def test_stop_keys_on_a_model_row_act_on_nothing_and_say_why():
-    app = make_app("servers", warmup=30)
+    app = make_app("servers", warmup=3)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         await pilot.pause()
