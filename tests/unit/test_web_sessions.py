@@ -24,7 +24,7 @@ import aiohttp
 import psutil
 import pytest
 
-from sparktop.web.browser_server import MAX_HEIGHT, MAX_WIDTH
+from sparktop.web.browser_server import INPUT_WAIT_S, MAX_HEIGHT, MAX_WIDTH, QUIT_WAIT_S, TERM_WAIT_S
 from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
 from tests.fixtures.exporters import free_port, stop_process
 from tests.fixtures.web import Web, start_web
@@ -51,9 +51,11 @@ async def until(check, timeout: float) -> bool:  # type: ignore[no-untyped-def]
 # --- textual-serve's server with a session command of the test's ----------------------------------------
 
 # Says it is a Textual app, then draws for ever without reading its input (the "quit" textual-serve sends
-# it): a session busy drawing. SIGTERM is noted in a file and ignored.
+# it): a session busy drawing. SIGTERM is noted in a file and ignored. A frame every 10 ms: never an end to
+# its output, as a busy session's (drawing flat out, it and the server relaying it took 1.4 cores for the
+# whole test).
 STUBBORN = """
-import os, signal, sys
+import os, signal, sys, time
 def noted(*_):
     with open(sys.argv[1], "a") as out:
         out.write(f"TERM {os.getpid()}\\n")
@@ -65,6 +67,7 @@ payload = b"x" * 4096
 while True:
     out.write(b"D" + len(payload).to_bytes(4, "big") + payload)
     out.flush()
+    time.sleep(0.01)
 """
 
 # Writes down the terminal size it started with and every message textual-serve sends it.
@@ -84,11 +87,16 @@ while True:
         log.write(body.decode() + "\\n")
 """
 
+# The server's waits are the test's (argv 4-6: a session's input, then quit and SIGTERM): what they guard is
+# that the session ends, not how long the defaults wait (10 s for input, 2 + 3 s to quit: 15 s a test).
 SERVER = """
 import sys
-from sparktop.web.browser_server import GuardedServer
-GuardedServer(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), title="t", token="t0ken",
-              max_sessions=int(sys.argv[3])).serve()
+from sparktop.web import browser_server
+browser_server.INPUT_WAIT_S = float(sys.argv[4])
+server = browser_server.GuardedServer(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), title="t",
+                                      token="t0ken", max_sessions=int(sys.argv[3]))
+server.quit_wait_s, server.term_wait_s = float(sys.argv[5]), float(sys.argv[6])
+server.serve()
 """
 
 
@@ -130,7 +138,14 @@ async def connect_when_free(served: Served, client: aiohttp.ClientSession) -> We
             await asyncio.sleep(0.1)
 
 
-def serve(tmp_path: Path, session_script: str, max_sessions: int = 1) -> Served:
+def serve(
+    tmp_path: Path,
+    session_script: str,
+    max_sessions: int = 1,
+    input_wait_s: float = INPUT_WAIT_S,
+    quit_wait_s: float = QUIT_WAIT_S,
+    term_wait_s: float = TERM_WAIT_S,
+) -> Served:
     script = tmp_path / "session.py"
     script.write_text(textwrap.dedent(session_script))
     notes = tmp_path / "notes"
@@ -138,7 +153,8 @@ def serve(tmp_path: Path, session_script: str, max_sessions: int = 1) -> Served:
     port = free_port()
     command = f"exec {sys.executable} {script} {notes}"
     process = subprocess.Popen(
-        [sys.executable, "-c", SERVER, command, str(port), str(max_sessions)],
+        [sys.executable, "-c", SERVER, command, str(port), str(max_sessions),
+         str(input_wait_s), str(quit_wait_s), str(term_wait_s)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     served = Served(process, port, notes)
@@ -155,7 +171,9 @@ def serve(tmp_path: Path, session_script: str, max_sessions: int = 1) -> Served:
 
 @pytest.fixture
 def stubborn(tmp_path: Path) -> Iterator[Served]:
-    served = serve(tmp_path, STUBBORN)
+    # A session ends 2 s after input it does not take (the defect: never); asked to quit, it has 1 s, then
+    # 2 s after SIGTERM: the slot must stay taken all the while, which a client sees at once.
+    served = serve(tmp_path, STUBBORN, input_wait_s=2.0, quit_wait_s=1.0, term_wait_s=2.0)
     try:
         yield served
     finally:
@@ -239,41 +257,54 @@ def web() -> Iterator[Web]:
 
 
 async def test_sessions_closed_while_drawing_never_outnumber_the_cap(web: Web) -> None:
-    """As reported: sessions opened large and closed while they draw, again and again; the dashboard processes
-    alive at any moment (sampled all along) never exceed --max-sessions."""
+    """As reported: sessions opened large and closed while they draw, and new ones asked for at once. A new
+    session is let in only while the dashboards still alive (those closed included) are under the cap: the
+    defect freed a slot when its socket closed and let a new dashboard start beside the one still quitting.
+    (Six rounds of open-draw-close, once, saw no overlap once sizes were clamped: a closed dashboard quits
+    within a round. Asking at the moment of the close, the defect is caught on every run.)"""
     most = 0
     sampling = True
 
-    async def sample() -> None:
+    async def sample() -> None:  # all along, whatever the moments checked below
         nonlocal most
         while sampling:
             most = max(most, len(web.sessions()))
             await asyncio.sleep(0.05)
 
+    async def open_large(session: aiohttp.ClientSession) -> WebSocket:
+        return await session.ws_connect(f"{web.base}/ws?width=1500&height=500", headers={"Origin": web.base})
+
     sampler = asyncio.create_task(sample())
-    opened = 0
     try:
-        for _ in range(6):
-            async with client() as session:
-                async with session.get(web.url) as page:
-                    assert page.status == 200
-                try:
-                    ws = await session.ws_connect(
-                        f"{web.base}/ws?width=1500&height=500", headers={"Origin": web.base}
-                    )
-                except aiohttp.WSServerHandshakeError as exc:
-                    assert exc.status == 503
-                    await asyncio.sleep(0.5)
-                    continue
-                opened += 1
+        async with client() as session:
+            async with session.get(web.url) as page:  # the cookie
+                assert page.status == 200
+            first = [await open_large(session) for _ in range(2)]
+            for ws in first:
                 await ws.receive(timeout=SETTLE_S)  # it has started drawing
-                await asyncio.sleep(1.0)
+            closing = web.sessions()
+            assert len(closing) == 2
+            for ws in first:
+                await ws.close()
+            # At once: each new session let in must find the closed dashboards gone but for the cap's room.
+            admitted = 0
+            deadline = time.monotonic() + 2 * SETTLE_S
+            while admitted < 2:
+                try:
+                    ws = await open_large(session)
+                except aiohttp.WSServerHandshakeError as refused:
+                    assert refused.status == 503 and time.monotonic() < deadline, refused
+                    await asyncio.sleep(0.05)
+                    continue
+                admitted += 1
+                still = [p for p in closing if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+                assert len(still) + admitted <= 2, f"let in beside {len(still)} closed dashboards still alive"
+                await ws.receive(timeout=SETTLE_S)
                 await ws.close()
         assert await until(lambda: not web.sessions(), 2 * SETTLE_S), "sessions outlived their sockets"
     finally:
         sampling = False
         await sampler
-    assert opened >= 2
     assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
 
 
