@@ -34,7 +34,7 @@ from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings, StopRule
 from tests.fixtures.memavailable import memavailable_turn
 
-TICK_S = 0.5  # the guard's loop here; the grower takes one step a tick
+TICK_S = 0.25  # the guard's loop here; the grower takes one step a tick (so both slow down alike under load)
 
 TRAIN = textwrap.dedent(
     """
@@ -136,7 +136,7 @@ def test_the_guard_stops_the_grower_before_the_floor_and_no_decoy(
     gap_mib = max(64, min(192, available // MIB // 16))
     floor_mib = gap_mib * 4
     cap_mib = floor_mib * 2
-    step_mib = max(4, gap_mib // 16)
+    step_mib = max(4, gap_mib // 8)  # the trigger reached in about 8 steps; the floor 24 steps after it
     children: list[subprocess.Popen[str]] = []
     try:
         nobody = launch(
