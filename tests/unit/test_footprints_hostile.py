@@ -4,16 +4,14 @@ plausible is now skipped and counted, as a corrupt file is reported."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
 
 from sparktop.core.snapshot import GB
 from sparktop.footprints.store import FootprintStore, MeasuredSlowdown, default_path
+from tests.fixtures.cli import run_main
 
 NOW = time.time()
 ARGV = ["plan", "--machine=spark", "--no-discover", "qwen3-8b,engine=vllm", "llama3.1:70b", "ssd-tetris"]
@@ -59,13 +57,7 @@ def test_plan_skips_and_counts_a_row_that_is_not_plausible(table: str, column: s
         )
         db.execute(f"UPDATE {table} SET {column} = {value} WHERE {where}")  # the test's own values
     db.close()
-    done = subprocess.run(
-        [sys.executable, "-m", "sparktop", *ARGV],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=os.environ.copy(),
-    )
+    done = run_main(*ARGV)  # in this process: a TypeError or OverflowError would end the test with it
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode in (0, 1, 2), done.stderr
     assert f"1 row skipped ({table}: a value of the wrong type or out of range)" in done.stderr
