@@ -14,6 +14,7 @@ import pytest
 from sparktop.commands.plan import EXIT_BAD_INPUT, main, parse_workload_arg
 from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
 from sparktop.plan.estimate import GB
+from tests.fixtures.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -243,25 +244,7 @@ def test_catalog_errors_are_warnings_not_failures(capsys, isolated):
     assert code == 0 and f"{cfg}:3: memory_gb:" in captured.err
 
 
-# --- as a real process: what `sparktop plan ... && docker compose up` sees ----------------------------------
-
-
-def run_cli(*argv: str, env_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "HOME": str(env_dir / "home"),
-        "XDG_CONFIG_HOME": str(env_dir / "config"),
-        "OLLAMA_MODELS": str(env_dir / "none"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "sparktop.commands.plan", *argv],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=60,
-    )
+# --- exit statuses: what `sparktop plan ... && docker compose up` sees ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -275,13 +258,29 @@ def run_cli(*argv: str, env_dir: Path) -> subprocess.CompletedProcess[str]:
         (["--bogus-flag"], 3),  # a usage error is bad input, not argparse's 2 ("OOM risk" here)
     ],
 )
-def test_exit_codes_in_a_subprocess(isolated, argv, code):
-    result = run_cli("--machine=spark", *argv, env_dir=isolated)
+def test_exit_codes(isolated, argv, code):
+    """`sparktop plan` as the command line runs it (commands.main, argparse's exit included), in this
+    process; test_exit_status_of_a_real_process checks that a process exits with what main returns."""
+    result = run_main("plan", "--machine=spark", *argv)
     assert result.returncode == code, result.stderr
 
 
-def test_json_schema_in_a_subprocess(isolated):
-    result = run_cli("--machine=spark", "--json", *SCENARIOS["C"][0], env_dir=isolated)
+def test_exit_status_of_a_real_process(isolated):
+    """One real `python -m sparktop plan`: its status is the verdict's (2, OOM risk), not an exception's 1."""
+    result = subprocess.run(
+        [sys.executable, "-m", "sparktop", "plan", "--machine=spark", *SCENARIOS["G"][0]],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},  # HOME and the rest: the isolated fixture's
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "OOM RISK" in result.stdout.upper()
+
+
+def test_json_schema(isolated):
+    result = run_main("plan", "--machine=spark", "--json", *SCENARIOS["C"][0])
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert {"baseline_gb", "items", "total_gb", "fit", "compute", "reasons"} <= set(data)
@@ -323,14 +322,7 @@ def test_exit_status_follows_the_high_side_unless_optimistic(capsys):
 
 
 def test_help_has_the_exit_status_table(isolated):
-    result = subprocess.run(
-        [sys.executable, "-m", "sparktop", "plan", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(isolated / "home")},
-        timeout=60,
-    )
+    result = run_main("plan", "--help")
     assert result.returncode == 0
     assert "--optimistic" in result.stdout
     table = result.stdout[result.stdout.index("exit status") :]
