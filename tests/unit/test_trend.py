@@ -381,7 +381,10 @@ def test_collecting_says_how_much_data_the_steady_rule_still_needs() -> None:
     assert collecting_s(history_of([GB] * 181)) is None
 
 
-@settings(max_examples=600, deadline=None)
+# 200 fixed examples (derandomized, as the others here): 600 random ones caught no mutation these miss
+# (Popoviciu's bound or sqrt(n) changed: caught; the rounding margin removed: caught by neither), and a run
+# never meets an example the last did not.
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(
     st.lists(st.floats(0, 600, allow_nan=False), min_size=2, max_size=60, unique=True),
     st.one_of(
