@@ -4,6 +4,7 @@ test_systemd_units.py)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -28,17 +29,20 @@ def _exprs() -> list[str]:
     return [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
 
 
-def _served_names() -> set[str]:
+@functools.cache  # once per worker: the tests only read it
+def _served_names() -> frozenset[str]:
     loop = SamplingLoop(DemoSource("default"), 1.0, 80 * GB, 100 * GB)
-    for _ in range(400):  # long enough for the training run's creep to be detected
+    for _ in range(400):  # until the training run's creep is detected (its series are served then)
         loop.step()
+        if loop.latest is not None and loop.latest.creep:
+            break
     assert loop.latest is not None and loop.latest.creep
     text = generate_latest(ExporterServer(loop, "127.0.0.1", 0).app.registry).decode()
     names: set[str] = set()
     for family in text_string_to_metric_families(text):
         names.add(family.name)
         names.update(sample.name for sample in family.samples)
-    return names
+    return frozenset(names)
 
 
 def test_dashboard_uses_served_metrics_only() -> None:
