@@ -10,6 +10,7 @@ notes' "Layers" section says the same in prose; those notes are not part of this
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 import subprocess
 import sys
@@ -108,14 +109,20 @@ def modules() -> list[tuple[str, Path]]:
     return sorted((module_name(p), p) for p in PACKAGE.rglob("*.py"))
 
 
-def imported(path: Path) -> set[str]:
+@functools.cache  # each module is read by several tests of a worker: parsed once
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def imported(path: Path) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return names
+    return frozenset(names)
 
 
 def within(name: str, prefix: str) -> bool:
@@ -209,7 +216,7 @@ def test_no_import_loops() -> None:
     graph: dict[str, set[str]] = {}
     for name, path in modules():
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
