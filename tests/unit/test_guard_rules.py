@@ -28,6 +28,7 @@ from sparktop.guard.matching import match_rule
 from sparktop.guard.service import UNMATCHED_REPEAT_S, Guard
 from sparktop.session.session import Session
 from sparktop.settings.guard import GuardSettings, StopRule
+from tests.fixtures.cli import run_main
 
 REPO = Path(__file__).resolve().parents[2]
 SLEEPER = "import time\nwhile True:\n    time.sleep(1)\n"
@@ -114,27 +115,26 @@ def write_config(tmp_path: Path, stop: str, floor: float = 1.0) -> Path:
     return config
 
 
-def run_sparktop(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = dict(
-        os.environ,
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        XDG_CONFIG_HOME=str(tmp_path / "cfg"),
-        DOCKER_HOST=f"unix://{tmp_path}/no-docker.sock",  # no engine: container rules cannot match
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "sparktop", "guard", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+def run_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`sparktop guard ARGS` in this process (what it prints and returns is the point, not a process)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # no engine: no container matches
+    return run_main("guard", *args)
 
 
-def test_guard_check_says_what_each_rule_matches_and_why_not(tmp_path: Path, launched) -> None:
+def test_guard_check_says_what_each_rule_matches_and_why_not(
+    tmp_path: Path, launched, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = launched["marker"]
     config = write_config(
         tmp_path,
         f'{{ process = "{PROGRAM} train.py {marker}*" }}, {{ process = "python3 grow.py 2 5 {marker}", '
         f'user = "nobody" }}, {{ container = "ollama" }}, {{ process = "python3 tain.py {marker}*" }}',
     )
-    done = run_sparktop(tmp_path, "--check", "--config", str(config))
+    done = run_guard(tmp_path, monkeypatch, "--check", "--config", str(config))
     assert done.returncode == 1, done.stderr  # a rule matches nothing now
     out = done.stdout.splitlines()
     rule1 = out.index(f"rule 1: process {PROGRAM} train.py {marker}*")
@@ -159,18 +159,26 @@ def test_guard_check_says_what_each_rule_matches_and_why_not(tmp_path: Path, lau
     )
     for child in ("venv", "pyenv", "systemd"):
         assert launched[child].poll() is None  # --check stops nothing
-    done = run_sparktop(
-        tmp_path, "--check", "--config", str(write_config(tmp_path, f'{{ process = "*{marker}*" }}'))
+    done = run_guard(
+        tmp_path,
+        monkeypatch,
+        "--check",
+        "--config",
+        str(write_config(tmp_path, f'{{ process = "*{marker}*" }}')),
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_armed_line_lists_the_rules_that_cannot_match(tmp_path: Path, launched) -> None:
+def test_the_armed_line_lists_the_rules_that_cannot_match(
+    tmp_path: Path, launched, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = launched["marker"]
     config = write_config(
         tmp_path, f'{{ container = "ollama" }}, {{ process = "{PROGRAM} train.py {marker}*" }}'
     )
-    done = run_sparktop(tmp_path, "--dry-run", "--no-blackbox", "--duration", "0.5", "--config", str(config))
+    done = run_guard(
+        tmp_path, monkeypatch, "--dry-run", "--no-blackbox", "--duration", "0.5", "--config", str(config)
+    )
     assert done.returncode == 0, done.stderr
     (start,) = [line for line in done.stdout.splitlines() if line.startswith("sparktop guard: armed:")]
     assert "; cannot match now: container ollama (the container engine cannot be reached" in start
