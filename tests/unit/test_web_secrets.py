@@ -44,6 +44,17 @@ def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def web() -> Iterator[Web]:
+    """A `sparktop web` of the test's own: the tests that stop it, and read what it left, take this one."""
+    server = start_web()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def running_web() -> Iterator[Web]:
+    """One `sparktop web` for the tests that only ask it (each start is ~1 s of CPU)."""
     server = start_web()
     try:
         yield server
@@ -79,16 +90,17 @@ async def test_no_log_line_holds_the_token(web: Web) -> None:
     assert "a-guess" not in log
 
 
-def test_the_sessions_feed_answers_no_other_user(web: Web) -> None:
+def test_the_sessions_feed_answers_no_other_user(running_web: Web) -> None:
     """As reported: the start line names the feed's loopback port, and its /snapshot.json (names, users,
     memory) answered every local user. Now it needs a token that no other user can read."""
     for path in ("/snapshot.json", "/metrics", "/healthz", "/"):
-        done = as_nobody("/usr/bin/python3", "-c", FETCH, web.exporter_url + path)
+        done = as_nobody("/usr/bin/python3", "-c", FETCH, running_web.exporter_url + path)
         assert done.stdout.split()[:1] == ["401"], (path, done.stdout, done.stderr)
-    assert get(f"{web.exporter_url}/snapshot.json")[0] == 401  # this user too, without the token
+    assert get(f"{running_web.exporter_url}/snapshot.json")[0] == 401  # this user too, without the token
 
 
-async def test_a_session_reads_the_feed_with_a_token_no_other_user_can_read(web: Web) -> None:
+async def test_a_session_reads_the_feed_with_a_token_no_other_user_can_read(running_web: Web) -> None:
+    web = running_web
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
         ws = await open_session(session, web)
         (process,) = web.sessions()
