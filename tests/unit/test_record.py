@@ -18,6 +18,7 @@ import pytest
 from sparktop.commands.record import record, ticks_within
 from sparktop.core.snapshot import Snapshot
 from sparktop.sources.replay import ReplayEnded, ReplaySource
+from tests.fixtures.cli import run_main
 from tests.fixtures.sources import FailingEvery
 from tests.fixtures.trees import CgroupTree, ProcTree
 
@@ -102,7 +103,9 @@ def footprint_rows(path: Path) -> list[tuple[str, str, int]]:
 
 
 @pytest.mark.parametrize("damage", [None, "corrupt"])
-def test_record_records_footprints_or_says_once_why_not(tmp_path: Path, damage: str | None) -> None:
+def test_record_records_footprints_or_says_once_why_not(
+    tmp_path: Path, damage: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 23.3: every headless command records footprints; a database it cannot use is one stderr line.
     A host under --root with one long-running 2 GiB process, as the live source reads it."""
     host = tmp_path / "host"
@@ -113,12 +116,11 @@ def test_record_records_footprints_or_says_once_why_not(tmp_path: Path, damage: 
     db = state / "footprints.sqlite3"
     if damage == "corrupt":
         db.write_bytes(b"not a database" * 100)
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     out = tmp_path / "run.jsonl"
-    argv = ["record", str(out), "--root", str(host), "--interval", "0.25", "--duration", "0.75"]
-    done = subprocess.run(
-        [sys.executable, "-m", "sparktop", *argv], capture_output=True, text=True, env=env, timeout=60
-    )
+    # In this process: what it writes and says is the point (the signal and the exit: the test above).
+    done = run_main("record", str(out), "--root", str(host), "--interval", "0.25", "--duration", "0.75")
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if "measured footprints" in line]
     snapshots, _ = played(out)
