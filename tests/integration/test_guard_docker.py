@@ -170,12 +170,15 @@ def test_a_container_recreated_under_the_stopped_ones_name_waits_for_the_release
         floor_gb=floor / GB, stop=[StopRule(container=name)], cooldown_s=cooldown, stop_timeout_s=1
     )
     log_path = tmp_path / "actions.log"
-    fill = f"dd if=/dev/zero of=/dev/shm/x bs=1000000 count={fill_mb} 2>/dev/null; sleep 3600"
+
+    def fill(mb: int) -> str:
+        return f"sh -c 'dd if=/dev/zero of=/dev/shm/x bs=1000000 count={mb} 2>/dev/null; sleep 3600'"
+
     again = None
     released_at = None
     held = 0  # the most the first container's own cgroup held: what its stop releases
     with guarded(docker_engine, settings, log_path) as (guard, runner):
-        first = docker_run(name, f"sh -c '{fill}'", shm_size=f"{fill_mb + 100}m")
+        first = docker_run(name, fill(fill_mb), shm_size=f"{fill_mb + 100}m")
         for _ in range(120):
             snapshot = tick(runner)
             shown = {c.id: c for c in snapshot.containers}
@@ -186,7 +189,10 @@ def test_a_container_recreated_under_the_stopped_ones_name_waits_for_the_release
                 assert len(guard.actions) == 1  # nothing more while the first was stopping
                 guard.wait_for_actions()
                 docker_engine.remove([first.id])
-                again = docker_run(name, f"sh -c '{fill}'", shm_size=f"{fill_mb + 100}m")
+                # 700 MB under the floor from wherever MemAvailable is now: the suite's other workers may
+                # have freed hundreds of MB since the start (a full run once waited 30 s for a crossing).
+                again_mb = min(4000, max(fill_mb, (mem_available() - floor + 700_000_000) // 1_000_000))
+                again = docker_run(name, fill(again_mb), shm_size=f"{again_mb + 100}m")
             if len(guard.actions) == 2:
                 break
             time.sleep(0.5)
