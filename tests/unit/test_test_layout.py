@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -26,11 +27,11 @@ def package_of(path: Path) -> str:
     return ".".join(path.relative_to(REPO).parent.parts)
 
 
-def imported_modules(source: str, package: str) -> set[str]:
+def imported_modules(source: str | ast.Module, package: str) -> set[str]:
     """Every module `source` imports from, at module level or inside a function; relative imports resolved
     from `package`. `from tests.ui import test_x` counts as importing tests.ui.test_x."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -41,8 +42,17 @@ def imported_modules(source: str, package: str) -> set[str]:
     return names
 
 
-def stand_ins(source: str) -> list[ast.ClassDef]:
-    return [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and STAND_IN.match(n.name)]
+def stand_ins(source: str | ast.Module) -> list[ast.ClassDef]:
+    tree = ast.parse(source) if isinstance(source, str) else source
+    return [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and STAND_IN.match(n.name)]
+
+
+@functools.cache  # both checks read every file: parsed once per worker, and only what they need kept
+def facts(path: Path) -> tuple[frozenset[str], tuple[tuple[int, str], ...]]:
+    """What `path` imports, and its stand-in classes (line, name)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = tuple((node.lineno, node.name) for node in stand_ins(tree))
+    return frozenset(imported_modules(tree, package_of(path))), found
 
 
 def is_test_module(name: str) -> bool:
@@ -53,7 +63,7 @@ def test_no_module_imports_a_test_module() -> None:
     reaches = [
         f"{path.relative_to(REPO)} imports {name}"
         for path in python_files()
-        for name in sorted(imported_modules(path.read_text(encoding="utf-8"), package_of(path)))
+        for name in sorted(facts(path)[0])
         if is_test_module(name)
     ]
     where = "move the helper to a fixtures module (tests/fixtures/__init__.py)"
@@ -62,10 +72,10 @@ def test_no_module_imports_a_test_module() -> None:
 
 def test_the_no_gpu_and_no_docker_stand_ins_are_written_once_in_the_fixtures() -> None:
     elsewhere = [
-        f"{path.relative_to(REPO)}:{node.lineno} class {node.name}"
+        f"{path.relative_to(REPO)}:{lineno} class {name}"
         for path in python_files()
         if FIXTURES not in path.parents
-        for node in stand_ins(path.read_text(encoding="utf-8"))
+        for lineno, name in facts(path)[1]
     ]
     assert not elsewhere, "use tests/fixtures/sources.py:\n" + "\n".join(elsewhere)
     assert {n.name for n in stand_ins((FIXTURES / "sources.py").read_text())} >= {"NoGpu", "NoDocker"}
