@@ -86,6 +86,17 @@ async def select(app: SparktopApp, pilot, cid: str) -> None:
     assert selected is not None and selected.id == cid
 
 
+async def confirm(app: SparktopApp, pilot, key: str, answer: str) -> None:
+    """`key`, then `answer` once its dialog is up: pressed at once, on a machine loaded by a second suite the
+    answer could reach the dashboard before the dialog had come."""
+    await pilot.press(key)
+    deadline = time.monotonic() + 10
+    while not (isinstance(app.screen, ConfirmScreen) and app.screen.focused is not None):  # mounted
+        assert time.monotonic() < deadline, f"no dialog after {key!r}; reports: {app.stops.reports}"
+        await pilot.pause(0.05)
+    await pilot.press(answer)
+
+
 async def settle(app: SparktopApp, pilot) -> None:
     await app.workers.wait_for_complete()
     await pilot.pause()
@@ -281,7 +292,7 @@ async def test_socket_missing(docker_engine, docker_run, state_dir) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await select(app, pilot, c.id)  # found by its cgroup, shown by ID
         assert app.dashboard.selected_container().label == c.id[:12]
-        await pilot.press("s", "y")
+        await confirm(app, pilot, "s", "y")
         await settle(app, pilot)
         path = url[len("unix://") :]
         assert app.stops.reports[-1] == f"Docker socket {path} not found — is the Docker engine running?"
@@ -325,7 +336,7 @@ async def test_engine_stopped_while_the_dialog_is_open(spare_engine: DockerEngin
         again = spare_engine.run(unique_name("after"), POLITE)
         await sample_until(app, pilot, lambda: again.id in {x.id for x in app.session.latest.containers})
         await select(app, pilot, again.id)
-        await pilot.press("s", "y")
+        await confirm(app, pilot, "s", "y")
         await settle(app, pilot)
         assert spare_engine.client.api.inspect_container(again.id)["State"]["Status"] == "exited"
         await sample_until(app, pilot, lambda: not app.stops.pending)
@@ -337,7 +348,7 @@ async def test_engine_crashed_mid_stop(spare_engine: DockerEngine, state_dir) ->
     app = live_app(spare_engine.socket_url, Config(stop_timeout=20))
     async with app.run_test(size=(120, 36)) as pilot:
         await select(app, pilot, c.id)
-        await pilot.press("s", "y")
+        await confirm(app, pilot, "s", "y")
         await pilot.pause(1.0)  # the engine is waiting out the 20 s of SIGTERM grace
         assert status_cell(app, c.id) == "stopping…"
         spare_engine.crash()
@@ -351,10 +362,11 @@ async def test_engine_crashed_mid_stop(spare_engine: DockerEngine, state_dir) ->
         assert status_cell(app, c.id) != "stopping…"
 
 
-def _stop_as_nobody(url: str, cid: str, state: str | None, answer: str = "y") -> list[str]:
-    """In a child running as nobody (not in the docker group): s, y on the container. With `n` and no state
-    directory, the same flow cancelled, in this process: it loads every module the child will need (the
-    child cannot read root's Python installation, /root being 0700)."""
+def _stop_as_nobody(url: str, cid: str, state: str | None) -> list[str]:
+    """In a child running as nobody (not in the docker group): s, y on the container, until the stop says
+    how it went. With no state directory, the same flow in this process, as root, on a container of its
+    own: it loads every module the child will need (the child cannot read root's Python installation,
+    /root being 0700)."""
     import asyncio
 
     if state is not None:
@@ -364,7 +376,10 @@ def _stop_as_nobody(url: str, cid: str, state: str | None, answer: str = "y") ->
         app = live_app(url)
         async with app.run_test(size=(120, 36)) as pilot:
             await select(app, pilot, cid)
-            await pilot.press("s", answer)
+            await confirm(app, pilot, "s", "y")
+            # The answer's stop starts a moment after the dialog goes (its callback), and a stop that went
+            # through is said once a sample shows the container gone: sampled until something is said.
+            await sample_until(app, pilot, lambda: bool(app.stops.reports))
             await settle(app, pilot)
             return [*app.stops.reports, str(app.is_running)]
 
@@ -377,7 +392,12 @@ def test_permission_denied_on_the_socket(docker_engine, docker_run, tmp_path: Pa
     state.mkdir()
     os.chmod(tmp_path, 0o755)
     os.chown(state, 65534, 65534)
-    _stop_as_nobody(docker_engine.socket_url, c.id, None, answer="n")  # rehearsed here, nothing stopped
+    # Rehearsed here as root, the stop included, on a container of its own. Cancelled (as it was), it left
+    # the stop's own imports (the engine's client and transport) to the child, which cannot read them: its
+    # stop failed without a word, unless a test before it in the worker had stopped a container.
+    rehearsal = docker_run(unique_name("rehearsal"), POLITE)
+    said = _stop_as_nobody(docker_engine.socket_url, rehearsal.id, None)
+    assert said[-2].startswith(f"stopped {rehearsal.name}"), said
     reports = run_as_user(_stop_as_nobody, docker_engine.socket_url, c.id, str(state))
     assert reports[-1] == "True"
     assert reports[-2] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}"
