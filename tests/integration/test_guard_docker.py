@@ -164,7 +164,8 @@ def test_a_container_recreated_under_the_stopped_ones_name_waits_for_the_release
     # 1.2 GB filled, the floor 500 MB under where MemAvailable starts: the fill takes it 700 MB under, though
     # the suite's other workers move MemAvailable by hundreds of MB meanwhile.
     fill_mb = 1200
-    floor = mem_available() - 500_000_000
+    under = 500_000_000  # the floor's distance below MemAvailable at the start
+    floor = mem_available() - under
     cooldown = 2.0
     settings = GuardSettings(
         floor_gb=floor / GB, stop=[StopRule(container=name)], cooldown_s=cooldown, stop_timeout_s=1
@@ -200,8 +201,10 @@ def test_a_container_recreated_under_the_stopped_ones_name_waits_for_the_release
     assert released_at is not None and again is not None, "the first stop never came or never finished"
     # The release judged by the container's own memory, not by MemAvailable (which the suite's other workers
     # move by hundreds of MB: "the release never lifted MemAvailable over the floor" failed 1 CI run in 5):
-    # the first held the whole fill, and it left the readings before anything else was stopped.
-    assert held >= fill_mb * 1_000_000, f"the first container held {held / 1e6:.0f} MB"
+    # the first held more than the floor's distance (its release alone lifts MemAvailable over the floor;
+    # the guard may stop it before its fill is done), and it left the readings before anything else was
+    # stopped.
+    assert held > under, f"the first container held {held / 1e6:.0f} MB"
     assert len(guard.actions) == 2, "the recreated container, over the floor after the grace, was not stopped"
     first_stop, second_stop = (a.time for a in guard.actions)
     assert second_stop - first_stop >= cooldown
