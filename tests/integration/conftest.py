@@ -3,7 +3,7 @@
 - `docker_engine` (session): a private dockerd with the busybox image; `.socket_url`, `.client`, `.image`,
   `.run(name, cmd, labels=None, shm_size=None, **kw)`, `.stop()`, `.start()`, `.restart()`.
 - `docker_run` (function): `docker_engine.run` whose containers are removed when the test ends.
-- `lab` (module): compose project audio-lab (services whisper, tts) and a container holding ~200 MB in
+- `lab` (module): compose project audio-lab (services whisper, tts) and a container holding 64 MB in
   /dev/shm (`--shm-size 300m`, filled before the fixture returns), on the session engine.
 - `spare_engine` (function): a second, throwaway engine for tests that stop or restart it, so the session
   engine and its containers are never disturbed.
@@ -92,6 +92,6 @@ def lab(docker_engine: DockerEngine) -> Iterator[dict[str, object]]:
             shm_size="300m",
         ),
     }
-    wait_for_shm_fill(made["shm"])  # every test of the module may count on the 200 MB, run alone too
+    wait_for_shm_fill(made["shm"])  # every test of the module may count on the 64 MB, run alone too
     yield made
     docker_engine.remove(c.id for c in made.values())

@@ -1,5 +1,5 @@
 """The live snapshot with real containers: names and compose labels from the engine, PIDs and memory from
-procfs and cgroups, and the accounting that puts the /dev/shm container's 200 MB on its consumer.
+procfs and cgroups, and the accounting that puts the /dev/shm container's 64 MB on its consumer.
 
 Expected values are read independently: PIDs from `docker top` and `State.Pid`, memory from the container's
 own cgroup files, found through `/proc/<pid>/cgroup` (cgroup v1 memory controller or the v2 unified line),

@@ -30,8 +30,8 @@ from tests.integration.engine import DockerEngine, hung_runtime, run_as_user, un
 
 pytestmark = pytest.mark.docker
 
-SHM = 200_000_000
-# Exits on SIGTERM (the trap interrupts `wait`); holds 200 MB in /dev/shm meanwhile.
+SHM = 64_000_000  # far above an idle container's few MB; small beside the guard tests' MemAvailable floors
+# Exits on SIGTERM (the trap interrupts `wait`); holds 64 MB in /dev/shm meanwhile.
 SHM_HOLDER = f"sh -c 'trap \"exit 0\" TERM; head -c {SHM} /dev/zero > /dev/shm/x; sleep 3600 & wait'"
 POLITE = "sh -c 'trap \"exit 0\" TERM; sleep 3600 & wait'"
 STUBBORN = "sh -c 'trap \"\" TERM; sleep 3600'"
@@ -63,7 +63,7 @@ def running(engine: DockerEngine, cid: str) -> bool:
 
 
 def wait_for_shm(container, timeout: float = 30.0) -> None:
-    """Until the container's /dev/shm holds the 200 MB (seen from inside: `du` of the tmpfs)."""
+    """Until the container's /dev/shm holds the 64 MB (seen from inside: `du` of the tmpfs)."""
     deadline = time.monotonic() + timeout
     while True:
         out = container.exec_run(["sh", "-c", "ls -l /dev/shm/x"]).output.decode()
