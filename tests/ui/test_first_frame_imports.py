@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.imports import under
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Run in the child: the app headless, its first-frame hook prints the modules and ends it.
@@ -100,12 +102,6 @@ def modules_at_first_frame(*args: str) -> set[str]:
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("MODULES ")), None)
     assert line is not None, f"no first frame (exit {done.returncode}): {done.stderr[-2000:]}"
     return set(json.loads(line.removeprefix("MODULES ")))
-
-
-def under(modules: set[str], packages: tuple[str, ...]) -> list[str]:
-    return sorted(
-        name for name in modules if any(name == top or name.startswith(top + ".") for top in packages)
-    )
 
 
 def too_early(modules: set[str]) -> list[str]:

@@ -155,21 +155,7 @@ async def test_the_pool_line_is_named() -> None:
 async def test_used_stays_drawn_where_a_consumer_shares_its_cells() -> None:
     """One consumer holding (nearly) all of `used`: its line and `used` share every cell, and the line drawn
     last takes the cell's colour; `used` was drawn first and vanished."""
-    history = History()
-    for t in range(120):
-        nbytes = 60 * GB + t * 50_000_000
-        history.add(
-            Snapshot(
-                timestamp=1000.0 + t,
-                memory=HostMemory(total=128 * GB, available=128 * GB - nbytes, free=128 * GB - nbytes),
-                gpu=GpuReport(available=False),
-                accounting=Accounting(
-                    used=nbytes,
-                    consumers=[Consumer(key="container:x", label="hog", kind="container", cpu_bytes=nbytes)],
-                    unattributed=0,
-                ),
-            )
-        )
+    history = growing(120)
     app = HistoryApp()
     async with app.run_test(size=(100, 30)) as pilot:
         chart = app.query_one(HistoryChart)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.fixtures.http_servers import RecordingServer
+from tests.fixtures.imports import under
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,10 +100,6 @@ def clean_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def unwanted(modules: set[str], banned: tuple[str, ...]) -> list[str]:
-    return sorted(name for name in modules if any(name == b or name.startswith(b + ".") for b in banned))
-
-
 def test_serve_imports_only_what_it_serves(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "serve", "--listen", "127.0.0.1:0", "--interval", "0.2"],
@@ -122,7 +119,7 @@ def test_serve_imports_only_what_it_serves(tmp_path: Path) -> None:
     for present in ("prometheus_client", "sparktop.exporter.server", "sparktop.collect.servers.collector",
                     "sparktop.footprints.store", "sparktop.collect.nvml"):  # fmt: skip
         assert present in modules
-    assert unwanted(modules, NOT_IN_SERVE) == []
+    assert under(modules, NOT_IN_SERVE) == []
     assert done.returncode == 0, done.stderr[-2000:]
 
 
