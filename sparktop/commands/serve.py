@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import time
 
 from sparktop.commands.common import (
     add_command_lines_argument,
@@ -99,7 +100,9 @@ def run(opts: argparse.Namespace) -> int:
     server.start()
     try:
         while True:
-            signal.pause()  # until a stop signal raises KeyboardInterrupt here
+            # In slices, not signal.pause(): a signal the kernel hands to another thread runs its handler
+            # here only once this thread wakes, and pause() wakes for a signal to this thread alone.
+            time.sleep(1.0)
     except KeyboardInterrupt:
         pass
     finally:
