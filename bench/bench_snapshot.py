@@ -11,15 +11,24 @@
 Run as root (it starts a private dockerd, as the integration tests do): `python bench/bench_snapshot.py`.
 Options: --procs N, --containers N, --ticks N, --reps N, --stats-containers N (how many containers to
 time the stats API on).
+
+`--scan-cpu` measures only the process scan's CPU, without Docker: `ProcessScanner().scan()` of the working
+tree and, with `--before REV`, of that commit (`git archive`), each in a fresh interpreter, rounds
+alternating which goes first; CPU ms a scan is `time.process_time` over `--scans` scans (200) after one warm
+scan, with the machine's own processes and again with `--idle` (400) extra sleeping processes, as on a
+busy Spark.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -124,6 +133,75 @@ def rss_under_churn(url: str, ticks: int) -> list[tuple[int, int]]:
     return readings
 
 
+SCAN_CHILD = """
+import os, sys, time
+from sparktop.collect import processes
+assert processes.__file__.startswith({tree!r}), processes.__file__
+scanner = processes.ProcessScanner()
+scanner.scan()  # the first scan reads every command line, user and cgroup: not what a tick costs
+count = sum(1 for e in os.listdir("/proc") if e.isdigit())
+t0 = time.process_time()
+for _ in range({scans}):
+    scanner.scan()
+print(count, (time.process_time() - t0) * 1000 / {scans})
+"""
+
+
+def source_tree(rev: str, dest: Path) -> str:
+    """The files of commit `rev` under `dest`; returns its short hash."""
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "--verify", f"{rev}^{{commit}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", sha], capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return sha
+
+
+def scan_once(tree: Path, scans: int) -> tuple[int, float]:
+    """(processes on the machine, CPU ms a scan) of `tree`'s ProcessScanner, in a fresh interpreter."""
+    # `-c` puts the working directory first on the path, before the editable install's finder (last)
+    out = subprocess.run(
+        [sys.executable, "-c", SCAN_CHILD.format(tree=str(tree), scans=scans)],
+        cwd=tree, stdout=subprocess.PIPE, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    return int(out[0]), float(out[1])
+
+
+def scan_cpu(before: str | None, idle: int, scans: int, rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="sparktop-bench-scan-") as tmp:
+        trees = {"this tree": REPO}
+        if before is not None:
+            dest = Path(tmp) / "before"
+            dest.mkdir()
+            trees[f"{before} ({source_tree(before, dest)})"] = dest
+        print(f"\nprocess scan, CPU ms a scan ({scans} scans, {rounds} rounds, {os.cpu_count()} CPUs)")
+        print("| processes | tree | ms a scan, each round | median | µs a process |")
+        print("|---|---|---|---|---|")
+        for extra in (0, idle):
+            sleepers = spawn(extra)
+            try:
+                time.sleep(0.5)
+                runs: dict[str, list[tuple[int, float]]] = {name: [] for name in trees}
+                for r in range(rounds):
+                    order = list(trees) if r % 2 == 0 else list(reversed(trees))
+                    for name in order:
+                        runs[name].append(scan_once(trees[name], scans))
+            finally:
+                reap(sleepers)
+            for name, got in runs.items():
+                count = round(statistics.median(c for c, _ in got))
+                ms = [m for _, m in got]
+                med = statistics.median(ms)
+                print(
+                    f"| {count} | {name} | {', '.join(f'{m:.2f}' for m in ms)} | {med:.2f} |"
+                    f" {med * 1000 / count:.1f} |"
+                )
+
+
 def row(name: str, samples: list[float], note: str = "") -> str:
     med = statistics.median(samples)
     p90 = sorted(samples)[int(0.9 * (len(samples) - 1))]
@@ -139,7 +217,15 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--ticks", type=int, default=1000)
     parser.add_argument("--stats-containers", type=int, default=20)
+    parser.add_argument("--scan-cpu", action="store_true", help="only the process scan's CPU (no Docker)")
+    parser.add_argument("--before", metavar="REV", help="with --scan-cpu: that commit's scanner beside")
+    parser.add_argument("--idle", type=int, default=400, help="with --scan-cpu: extra sleeping processes")
+    parser.add_argument("--scans", type=int, default=200, help="with --scan-cpu: scans timed a round")
+    parser.add_argument("--rounds", type=int, default=5, help="with --scan-cpu: rounds, order alternating")
     args = parser.parse_args()
+    if args.scan_cpu:
+        scan_cpu(args.before, args.idle, args.scans, args.rounds)
+        return 0
 
     with DockerEngine() as engine:
         engine.start()
