@@ -82,6 +82,23 @@ def test_a_fifo_in_the_tree_is_refused_not_waited_on(tmp_path: Path, name: str) 
         assert {p["pid"] for p in snapshot["processes"]} == {77}  # the process it stood for is not shown
 
 
+@pytest.mark.parametrize("rss", ["-1", "lots", "9" * 5000], ids=["negative", "word", "5000-digits"])
+def test_garbage_rss_in_a_process_stat_skips_that_process(tmp_path: Path, rss: str) -> None:
+    """The RSS is stat's field 24 (statm is not read): garbage there (or a line cut by the reader's bound)
+    leaves that process out of the tick, and the rest of the snapshot stands."""
+    root = host_tree(tmp_path / "host")
+    path = root / "proc" / "4321" / "stat"
+    head, _, rest = path.read_text().rpartition(") ")
+    fields = rest.split()
+    fields[21] = rss
+    path.write_text(f"{head}) " + " ".join(fields) + "\n")
+    (root / "proc" / "4321" / "statm").write_text("1 2 3 4 5 6 7\n")  # sound, and not what counts
+    code, snapshot, stderr = once_json(root)
+    assert code == 0 and "Traceback" not in stderr, stderr
+    assert {p["pid"] for p in snapshot["processes"]} == {77}
+    assert snapshot["memory"]["total"] == 100 * 1024**3
+
+
 def test_a_hostname_that_links_out_of_the_tree_is_not_read(tmp_path: Path, secret: Path) -> None:
     root = host_tree(tmp_path / "host")
     replace(root / "etc" / "hostname", "link", secret)

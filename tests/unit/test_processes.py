@@ -152,21 +152,52 @@ def test_vanished_after_stat_while_reading_static_files(proc: ProcTree) -> None:
 
 
 @pytest.mark.parametrize("exc", [ProcessLookupError, PermissionError, FileNotFoundError])
-@pytest.mark.parametrize("victim", ["stat", "statm"])
-def test_per_tick_files_failing_skip_the_process(
-    proc: ProcTree, monkeypatch: pytest.MonkeyPatch, exc: type[OSError], victim: str
+def test_the_per_tick_file_failing_skips_the_process(
+    proc: ProcTree, monkeypatch: pytest.MonkeyPatch, exc: type[OSError]
 ) -> None:
     proc.add(50, "ok")
     proc.add(51, "dies")
     real = processes_mod._read
 
     def flaky(path: str, beneath: str) -> bytes:
-        if path.endswith(f"/51/{victim}"):
+        if path.endswith("/51/stat"):
             raise exc(3, "No such process")
         return real(path, beneath)
 
     monkeypatch.setattr(processes_mod, "_read", flaky)
     assert [p.pid for p in ProcessScanner(proc.root).scan()] == [50]
+
+
+@pytest.mark.parametrize("statm", ["missing", "directory", "unreadable", "disagrees"])
+def test_rss_is_stat_field_24_and_statm_is_not_read(
+    proc: ProcTree, monkeypatch: pytest.MonkeyPatch, statm: str
+) -> None:
+    """One file per process and tick (issue 33): stat carries the RSS (field 24, pages), so statm is not
+    read at all. Whatever statm holds, the process is shown, with stat's figure."""
+    proc.add(52, "x", rss_pages=777)
+    path = proc.root / "52" / "statm"
+    if statm == "disagrees":
+        path.write_text("9000 5000 10 10 0 100 0\n")
+    else:
+        path.unlink()
+        if statm == "directory":
+            path.mkdir()
+        elif statm == "unreadable":
+            os.mkfifo(path)  # refused by the reader: not a regular file
+    reads: list[str] = []
+    real = processes_mod._read
+
+    def counting(path: str, beneath: str) -> bytes:
+        reads.append(path.rsplit("/", 1)[1])
+        return real(path, beneath)
+
+    monkeypatch.setattr(processes_mod, "_read", counting)
+    scanner = ProcessScanner(proc.root, page_size=4096)
+    scanner.scan()
+    reads.clear()
+    (p,) = scanner.scan()
+    assert (p.pid, p.rss) == (52, 777 * 4096)
+    assert reads == ["stat"]  # a known process: one file a tick
 
 
 def test_unreadable_static_files_degrade(proc: ProcTree, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,6 +229,8 @@ def test_unreadable_static_files_degrade(proc: ProcTree, monkeypatch: pytest.Mon
         "garbage",
         "60 (x) S one two three four five six seven eight nine"
         " ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty",
+        # cut after field 23 (vsize): no RSS
+        "60 (x) S 1 60 60 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 1000 4096000",
     ],
 )
 def test_garbage_stat_is_skipped(proc: ProcTree, stat: str) -> None:
@@ -207,10 +240,30 @@ def test_garbage_stat_is_skipped(proc: ProcTree, stat: str) -> None:
     assert [p.pid for p in ProcessScanner(proc.root).scan()] == [61]
 
 
+@pytest.mark.parametrize(
+    "rss", ["lots", "-5", "+5", "1_000", "12x", "0x10", "1e3", "\u0662", str(1 << 64), "9" * 30]
+)
+def test_garbage_rss_in_stat_skips_the_process_for_the_tick(proc: ProcTree, rss: str) -> None:
+    """Field 24 is the kernel's unsigned page count: anything else (a tree someone else wrote) skips that
+    process for this tick, never the scan; once the field is sound again, the process is back."""
+    proc.add(63, "x", rss_pages=10)
+    proc.add(64, "y", rss_pages=20)
+    scanner = ProcessScanner(proc.root, page_size=4096)
+    path = proc.root / "63" / "stat"
+    good = path.read_text()
+    head, _, rest = good.rpartition(") ")
+    fields = rest.split()
+    fields[21] = rss
+    path.write_text(f"{head}) " + " ".join(fields) + "\n")
+    assert [(p.pid, p.rss) for p in scanner.scan()] == [(64, 20 * 4096)]
+    path.write_text(good)
+    assert sorted((p.pid, p.rss) for p in scanner.scan()) == [(63, 10 * 4096), (64, 20 * 4096)]
+
+
 def test_directory_instead_of_file_is_skipped(proc: ProcTree) -> None:
     proc.add(62, "x")
-    (proc.root / "62" / "statm").unlink()
-    (proc.root / "62" / "statm").mkdir()  # os.read gives IsADirectoryError
+    (proc.root / "62" / "stat").unlink()
+    (proc.root / "62" / "stat").mkdir()  # refused: not a regular file
     assert ProcessScanner(proc.root).scan() == []
 
 
@@ -223,7 +276,7 @@ def test_static_fields_cached_per_lifetime(proc: ProcTree, monkeypatch: pytest.M
     reads.clear()
     # same process (same start time): the cached values stand, nothing re-read, while RSS is fresh
     (proc.root / "70" / "cmdline").write_bytes(b"changed\0")
-    (proc.root / "70" / "statm").write_text("2000 1234 0 0 0 0 0\n")
+    proc.set_rss(70, 1234)
     (p,) = scanner.scan()
     assert (p.cmdline, p.container_id, p.rss) == ("server --v1", A, 1234 * scanner.page_size)
     assert reads == []
@@ -412,6 +465,31 @@ def test_fill_pss_tolerates_missing_and_malformed(proc: ProcTree) -> None:
 
 
 # --- this machine -------------------------------------------------------------------------------------------
+
+
+def _statm_rss(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_real_rss_from_stat_is_statms_within_the_kernels_per_cpu_slack() -> None:
+    """stat field 24 is `get_mm_rss()`: the sum of three per-CPU counters (file, anon, shmem pages) read
+    without adding up the CPUs' pending deltas (Linux >= 6.2), where statm's resident adds them up (Linux
+    >= 6.16); each counter can be off by up to batch x CPUs pages, batch = max(32, 2 x CPUs). Before 6.2
+    each thread cached up to 64 events per counter. This process, at the same moment: equal within that."""
+    pid = os.getpid()
+    page = os.sysconf("SC_PAGE_SIZE")
+    cpus = os.cpu_count() or 1
+    threads = len(os.listdir(f"/proc/{pid}/task"))
+    slack = 3 * max(cpus * max(32, 2 * cpus), 64 * threads) * page
+    scanner = ProcessScanner()
+    for _ in range(3):  # this process's RSS may move between the reads: take the closest of three rounds
+        before = _statm_rss(pid)
+        me = by_pid(scanner.scan())[pid]
+        after = _statm_rss(pid)
+        if abs(after - before) <= page * 16:
+            break
+    assert me.rss > 0
+    assert min(before, after) - slack <= me.rss <= max(before, after) + slack, (me.rss, before, after, slack)
 
 
 def test_real_proc_scan() -> None:

@@ -308,7 +308,10 @@ def test_a_steady_process_pss_is_read_again_slowly_and_a_growing_ones_soon(
     PSS marked stale meanwhile) after `pss_interval` (10 s), as before."""
     clock = [100.0]
     monkeypatch.setattr(sampler_mod.time, "monotonic", lambda: clock[0])
-    source, _ = live(tmp_path, 2, pss_top_n=3)
+    tree, cg, _ = build_machine(tmp_path, 2)
+    source = LiveSource(
+        proc_root=tree.root, cgroup_root=cg.root, nvml=FakeNvml(GPU), docker=FakeDocker(META), pss_top_n=3
+    )
     rollup = source.proc_root / "3000" / "smaps_rollup"
 
     def pss_of_3000() -> tuple[int | None, bool]:
@@ -321,9 +324,7 @@ def test_a_steady_process_pss_is_read_again_slowly_and_a_growing_ones_soon(
     assert pss_of_3000() == (900_000 * 1024, False)  # steady RSS: the read of 11 s ago stands
     clock[0] += 50
     assert pss_of_3000() == (5 * 1024, False)  # 61 s: read again
-    statm = source.proc_root / "3000" / "statm"
-    size, rss, *rest = statm.read_text().split()
-    statm.write_text(" ".join([size, str(int(rss) * 3), *rest]) + "\n")  # it grew far past the slack
+    tree.set_rss(3000, tree.rss_pages(3000) * 3)  # it grew far past the slack
     rollup.write_text("x\nPss: 7 kB\n")
     clock[0] += 5
     assert pss_of_3000() == (5 * 1024, True)  # cached, said to be out of date
