@@ -59,6 +59,7 @@ def _load_syscall() -> Any:
 
 _syscall = _load_syscall()
 _HOW = _OpenHow(_FLAGS, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+_HOW_REF, _HOW_SIZE = ctypes.byref(_HOW), ctypes.sizeof(_HOW)  # made once: the scan opens a file a process
 _openat2_works = _syscall is not None  # False once the kernel (or a seccomp filter) says it has none
 _dirs: dict[str, int] = {}  # an O_PATH descriptor of each tree's root, opened once
 _dirs_lock = threading.Lock()
@@ -81,10 +82,10 @@ def _refuse(code: int, why: str, path: str) -> LinkRefused:
 
 def _open_beneath(root_fd: int, relative: str, path: str, beneath: str) -> int:
     global _openat2_works
-    if _openat2_works and _syscall is not None:
-        fd = _syscall(_SYS_OPENAT2, root_fd, relative.encode(), ctypes.byref(_HOW), ctypes.sizeof(_HOW))
+    if _openat2_works:  # never True without _syscall
+        fd: int = _syscall(_SYS_OPENAT2, root_fd, relative.encode(), _HOW_REF, _HOW_SIZE)  # restype c_long
         if fd >= 0:
-            return int(fd)
+            return fd
         code = ctypes.get_errno()
         if code in (errno.ENOSYS, errno.EPERM, errno.E2BIG):  # an older kernel, or seccomp says no
             _openat2_works = False
@@ -129,8 +130,8 @@ def _walk_beneath(root_fd: int, relative: str, path: str, beneath: str) -> int:
 def open_file(path: str, beneath: str | None = None) -> int:
     """A descriptor of the regular file at `path` (an absolute path inside `beneath`, when given), opened as
     the module docstring says. Raises OSError (FileNotFoundError, PermissionError, NotRegularFile, ...)."""
-    if beneath is not None and path.startswith(beneath.rstrip("/") + "/"):
-        fd = _open_beneath(_root_fd(beneath), path[len(beneath.rstrip("/")) + 1 :], path, beneath)
+    if beneath is not None and path.startswith(top := beneath.rstrip("/") + "/"):
+        fd = _open_beneath(_root_fd(beneath), path[len(top) :], path, beneath)
     else:
         try:
             fd = os.open(path, _FLAGS)
@@ -153,8 +154,9 @@ def read_bytes(path: str, limit: int, beneath: str | None = None, chunk: int = 6
     """At most `limit` bytes of the regular file at `path` (see `open_file`), one read for a small file."""
     fd = open_file(path, beneath)
     try:
-        data = os.read(fd, min(chunk, limit))
-        if len(data) < min(chunk, limit) or len(data) >= limit:
+        first = min(chunk, limit)
+        data = os.read(fd, first)
+        if len(data) < first or len(data) >= limit:
             return data
         chunks = [data]
         total = len(data)
