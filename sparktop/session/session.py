@@ -126,7 +126,8 @@ class Session:
     def ingest(self, snapshot: Snapshot, analyse: bool = True) -> Snapshot:
         """Take one good snapshot in (accounting filled in if missing) and return it. `analyse` False leaves
         the creep alerts and the forecast as they were: a warm-up feeding many past samples at once needs
-        them only for the last (they are a function of the history, read afresh by `analyse()`)."""
+        them only for the last (a function of the history, read afresh by `analyse()`, and of the creep
+        hold's memory of the ticks analysed in the last `creep_hold_s`, which a seek analyses one by one)."""
         with self.lock:
             fill_accounting(snapshot)  # the one place a snapshot is accounted
             self.history.add(snapshot)
@@ -146,6 +147,12 @@ class Session:
             self.last_good_at = self.clock()
             self.ingested += 1
             return snapshot
+
+    @property
+    def creep_hold_s(self) -> float:
+        """How far back the creep alerts on show depend on ticks analysed one by one (CreepHold): a batch fed
+        with analyse=False must analyse its snapshots this close to its end to show what ticking showed."""
+        return self._creep_hold.hold_s
 
     def analyse(self) -> None:
         """Creep alerts and the forecast from the history as it is now (after ingest with analyse=False)."""

@@ -217,3 +217,23 @@ def test_a_recording_only_played_is_read_once(
     playback.request_seek(0)
     playback.index.wait_past(math.inf, lambda: False)
     assert playback.index.done and playback.index.nbytes > 0
+
+
+@pytest.mark.parametrize("target", [36.0, 42.0])
+def test_a_seek_shows_a_creep_alert_that_playing_there_holds(
+    tmp_path: Path, target: float, opened: Callable[..., Playback]
+) -> None:
+    """The demo's training run climbs ~1.3 GiB/min, near the fast rule's line: the rule raises it at 30 s,
+    not again until ~48 s, and the creep hold keeps the alert on show in between (a blinking alert reads as
+    noise). A seek into that stretch analysed only its last snapshot and showed no alert that playing
+    there showed."""
+    snapshots = demo_snapshots(50, 1.0)
+    path = tmp_path / "run.jsonl"
+    write_recording(path, snapshots)
+    playback = opened(path, every=10)
+    playback.request_seek(target)
+    session = playback.seek()
+    assert session is not None
+    played = played_from_the_start(snapshots, T0 + target)
+    assert played.creep, "the reference must hold an alert here, or this compares nothing"
+    same_state(session, played)

@@ -134,8 +134,10 @@ def test_once_json_carries_the_accounting(capsys) -> None:  # type: ignore[no-un
 
 def test_a_warm_up_analysed_once_at_the_end_matches_one_analysed_every_tick() -> None:
     """The dashboard's warm-up feeds hundreds of samples with analyse=False and analyses once: creep and
-    the forecast are a function of the history, so the result is the same as analysing every tick. 200
-    samples (the dashboard's warm-up is 420): past the steady rule's 180-s window, creep raised by tick 12."""
+    the forecast are a function of the history (and of the creep hold's last 30 s of ticks, which a replay's
+    seek analyses one by one: test_playback), so the result is the same as analysing every tick where the
+    rule raises its alerts now. 200 samples (the dashboard's warm-up is 420): past the steady rule's 180-s
+    window, creep raised by tick 12."""
     every, once = Session(), Session()
     a, b = DemoSource("default", seed=3), DemoSource("default", seed=3)
     for _ in range(200):
