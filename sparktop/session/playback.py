@@ -35,8 +35,6 @@ SPEEDS = (1, 2, 5, 10, 30, 60, 300, 600)  # snapshots per tick the speed keys st
 MAX_SPEED = 1000  # the most `--speed` takes: a tick's batch is ingested on the viewer's event loop
 CHECKPOINT_EVERY = 30  # snapshots between checkpoints (two a minute of a 1 s recording)
 CHECKPOINT_BUDGET = 64 * 1024**2  # bytes of checkpoints kept at most
-
-
 ANALYSED_APART_S = 1.0  # a seek analyses the hold's last seconds this far apart at the closest (see _seek)
 
 
