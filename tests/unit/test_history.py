@@ -190,3 +190,35 @@ def test_max_points_caps_fast_sampling() -> None:
         h.add(snap(i * 0.1, {"a": GB}))  # 10 Hz: the raw tier alone would hold 9,000 points
     assert len(h) <= 500
     assert h.times()[-1] == pytest.approx(499.9)
+
+
+def test_short_lived_keys_cost_their_own_points_only() -> None:
+    """Process churn: 5 steady consumers and, every tick, 20 new keys that live 1 to 3 ticks, 2,400 ticks at
+    1 s (48,000 keys in all, the key bound of 256 reached in seconds). The bound follows from what must be
+    kept: 6 full series (the 5 and "unattributed") of at most 900 raw + 150 ten-second points, 8 bytes each
+    with a quarter for the arrays' spare room, and 256 keys of at most 3 points each plus ~600 bytes for what
+    any key costs (its array and span headers, key and label strings, its entries in four dicts). Series
+    padded to the whole axis while their key is gone held ~2.3 MB here: 256 keys × ~1,000 points × 8 bytes."""
+    h = History(max_keys=256)
+    s = snap(0.0, {f"container:{i}": GB for i in range(5)})
+    steady = list(s.accounting.consumers)
+    alive: list[tuple[int, Consumer]] = []  # (last tick, consumer)
+    for tick in range(2_400):
+        alive = [(last, c) for last, c in alive if last >= tick]
+        alive += [
+            (tick + j % 3, Consumer(key=f"process:{tick}:{j}", label="p", kind="process", cpu_bytes=GB // 4))
+            for j in range(20)
+        ]
+        s.timestamp = float(tick)
+        s.accounting.consumers = steady + [c for _, c in alive]
+        h.add(s)
+
+    points = len(h)
+    assert points <= 900 + 150 + 2, points
+    bound = 6 * (900 + 150) * 8 * 5 // 4 + 256 * (3 * 8 + 600)
+    assert h.nbytes() < bound, (h.nbytes(), bound)
+    assert h.series("container:0") == [GB] * points
+    lived = h.series("process:2398:2")  # came at the tick before the last, lives 3 ticks
+    assert lived == [None] * (points - 2) + [GB // 4] * 2
+    gone = h.series("process:2396:0")  # lived one tick, two ticks before the last
+    assert gone == [None] * (points - 4) + [GB // 4, None, None, None]
