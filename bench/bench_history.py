@@ -27,7 +27,7 @@ def churn(ticks: int, steady: int, new_per_tick: int, seed: int) -> list[Snapsho
     snapshots = []
     for tick in range(ticks):
         alive = [(last, key) for last, key in alive if last >= tick]
-        alive += [(tick + rng.randint(0, 2), f"process:{tick * 1000 + j}:{tick}") for j in range(new_per_tick)]
+        alive += [(tick + rng.randint(0, 2), f"process:{tick}:{j}") for j in range(new_per_tick)]
         consumers = [
             Consumer(key=f"container:{i}", label=f"c{i}", kind="container", cpu_bytes=(i + 1) * GIB)
             for i in range(steady)

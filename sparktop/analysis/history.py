@@ -1,18 +1,22 @@
 """A bounded time series of the pool and its consumers, for the history chart and creep detection.
 
-Only numbers are kept, never snapshots: one `array('d')` of times, one `array('q')` of pool `used`, and one
-`array('q')` per consumer key (its total = CPU side + GPU side), all aligned index by index. A key absent at
-a tick holds `_ABSENT` there. Accounting's `unattributed` is kept under the key "unattributed" as well, so a
-leak nobody owns (driver, kernel) still shows; `top_keys` leaves it out.
+Only numbers are kept, never snapshots: one `array('d')` of times, one `array('q')` of pool `used`, and per
+consumer key (its total = CPU side + GPU side) a span: an `array('q')` from the key's first stored point to
+its last present one, and the index on the time axis where it starts. Before and after its span a key is
+absent; a tick it missed inside its span holds `_ABSENT`. So a key that went away stops growing at once, and
+a short-lived process costs its own few points, not the whole axis. Accounting's `unattributed` is kept
+under the key "unattributed" as well, so a leak nobody owns (driver, kernel) still shows; `top_keys` leaves
+it out.
 
 Memory stays bounded three ways:
 
 - age: points older than `max_age_s` are dropped, and so is a key that has been absent for the whole window;
 - resolution: raw points for the last 15 min, 10 s buckets up to 1 h, 60 s buckets beyond. A bucket keeps the
   peak of each series (near-exhaustion moments must survive downsampling) and the time of its last point, so
-  6 h at 1 s is ~900 + 270 + 300 ≈ 1,470 points: with 50 consumers about 0.6 MB (see `nbytes`);
+  6 h at 1 s is ~900 + 270 + 300 ≈ 1,470 points: with 50 steady consumers about 0.6 MB (see `nbytes`);
 - counts: at most `max_points` points (oldest dropped first: only reached when sampling much faster than 1 Hz)
-  and `max_keys` keys (the keys absent the longest are forgotten first, so process churn cannot grow it).
+  and `max_keys` keys (the keys absent the longest are forgotten first, so process churn cannot grow it;
+  under churn the size is the steady keys' series plus a few points per short-lived key).
 """
 
 from __future__ import annotations
@@ -35,6 +39,42 @@ _MAX_THROTTLE_MARKS = 64  # lasting GPU throttles remembered for the chart
 _COMPACT_EVERY = 60  # points added between compactions (once a minute at 1 Hz)
 
 
+class _Span:
+    """One key's totals: `values[i]` belongs to point `start + i` of the time axis. The first and the last
+    values are present ones (trimming and compaction keep it so); `_ABSENT` only for ticks missed between."""
+
+    __slots__ = ("start", "values")
+
+    def __init__(self, start: int, values: array) -> None:
+        self.start = start
+        self.values = values
+
+    @property
+    def end(self) -> int:
+        """The index after the span's last point."""
+        return self.start + len(self.values)
+
+    def padded(self, length: int) -> array:
+        """The span as long as a time axis of `length` points, `_ABSENT` before and after it."""
+        return _absent(self.start) + self.values + _absent(length - self.end)
+
+    def drop_front(self, cut: int) -> None:
+        """The first `cut` points of the axis are gone: what is left starts at its first present value (left
+        empty, the key was last seen before the oldest point, and `_trim` forgets it)."""
+        self.start -= cut
+        if self.start >= 0:
+            return
+        values = self.values
+        del values[: -self.start]
+        first = next((i for i, v in enumerate(values) if v != _ABSENT), len(values))
+        del values[:first]
+        self.start = first
+
+
+def _absent(count: int) -> array:
+    return array("q", [_ABSENT]) * count
+
+
 class History:
     """Pool `used` and per-consumer totals over the last `max_age_s` seconds. See the module docstring."""
 
@@ -48,7 +88,7 @@ class History:
         self.max_keys = max(1, int(max_keys))
         self._times = array("d")
         self._used = array("q")
-        self._series: dict[str, array] = {}
+        self._series: dict[str, _Span] = {}
         self._labels: dict[str, str] = {}
         self._last_seen: dict[str, float] = {}
         self._latest: dict[str, int] = {}  # key -> total at the latest tick (keys present there only)
@@ -76,13 +116,17 @@ class History:
 
         self._times.append(t)
         self._used.append(max(0, snapshot.memory.used))
-        for key, values in self._series.items():
-            values.append(totals.get(key, _ABSENT))
+        # Only the keys present now are touched: an absent key's span simply stops.
         for key, total in totals.items():
-            if key not in self._series:
-                values = array("q", [_ABSENT]) * n
+            span = self._series.get(key)
+            if span is None:
+                self._series[key] = _Span(n, array("q", [total]))
+            else:
+                values = span.values
+                missed = n - span.start - len(values)  # ticks since it was last here (not `end`: hot path)
+                if missed:
+                    values.extend(_absent(missed))
                 values.append(total)
-                self._series[key] = values
             self._last_seen[key] = t
         self._latest = totals
         self._mark_throttles(snapshot, t)
@@ -126,8 +170,8 @@ class History:
             return
         del self._times[:cut]
         del self._used[:cut]
-        for values in self._series.values():
-            del values[:cut]
+        for span in self._series.values():
+            span.drop_front(cut)
         oldest = self._times[0]
         for key in [k for k, seen in self._last_seen.items() if seen < oldest]:
             self._forget(key)
@@ -194,10 +238,19 @@ class History:
             out.extend(values[end:])
             return out
 
+        # For each compacted point, the last of the points it replaces: point i lands at
+        # bisect_left(lasts, i).
+        lasts = merged(array("q", range(len(times))), peak=False)
         self._times = merged(times, peak=False)
         self._used = merged(self._used, peak=True)
-        # _ABSENT is below every real size, so the peak of a bucket is absent only if absent throughout.
-        self._series = {key: merged(values, peak=True) for key, values in self._series.items()}
+        for span in self._series.values():
+            first = bisect_left(lasts, span.start)
+            if span.start < end:  # it reaches into the merged points
+                # _ABSENT is below every real size, so the peak of a bucket is absent only if absent
+                # throughout: the points holding the span's first and last values are its new ends.
+                last = bisect_left(lasts, span.end - 1)
+                span.values = merged(span.padded(len(times)), peak=True)[first : last + 1]
+            span.start = first
 
     # --- reading -----------------------------------------------------------------------------------------
 
@@ -225,20 +278,21 @@ class History:
 
     def series(self, key: str) -> list[int | None]:
         """`key`'s totals aligned with `times()`; None where the key was absent (or was never seen)."""
-        values = self._series.get(key)
-        if values is None:
+        span = self._series.get(key)
+        if span is None:
             return [None] * len(self._times)
-        return [None if v == _ABSENT else v for v in values]
+        inside = [None if v == _ABSENT else v for v in span.values]
+        return [None] * span.start + inside + [None] * (len(self._times) - span.end)
 
     def window(self, key: str, window_s: float) -> tuple[list[float], list[int]]:
         """The points of `key` in the last `window_s` seconds, absent ticks left out: (times, values)."""
-        values = self._series.get(key)
-        if values is None or not self._times:
+        span = self._series.get(key)
+        if span is None or not self._times:
             return [], []
-        start = bisect_left(self._times, self._times[-1] - window_s)
-        # Slices and tolist run in C; the Python-level filter only when the key was absent somewhere.
-        ts = self._times[start:].tolist()
-        vs = values[start:].tolist()
+        start = max(bisect_left(self._times, self._times[-1] - window_s), span.start)
+        # Slices and tolist run in C; the Python-level filter only when the key missed ticks in its span.
+        ts = self._times[start : span.end].tolist()
+        vs = span.values[start - span.start :].tolist()
         if _ABSENT not in vs:
             return ts, vs
         keep = [i for i, v in enumerate(vs) if v != _ABSENT]
@@ -267,7 +321,7 @@ class History:
         """Bytes held by the stored numbers and their containers (labels and dict overhead included)."""
         size = sys.getsizeof(self._times) + sys.getsizeof(self._used) + sys.getsizeof(self._series)
         size += sys.getsizeof(self._labels) + sys.getsizeof(self._last_seen) + sys.getsizeof(self._latest)
-        for key, values in self._series.items():
-            size += sys.getsizeof(values) + sys.getsizeof(key)
+        for key, span in self._series.items():
+            size += sys.getsizeof(span) + sys.getsizeof(span.values) + sys.getsizeof(key)
         size += sum(sys.getsizeof(label) for label in self._labels.values())
         return size
