@@ -157,7 +157,9 @@ STEPS = st.sampled_from([1.0] * 20 + [0.5, 3.0, 5.0, 10.0, 30.0, 45.0, 120.0] + 
 PRESENT = st.one_of(st.none(), st.integers(0, 63))
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 40 examples: each reaches compaction, trimming and eviction in most of them (measured at 100: 65-73 %),
+# at 1.5 s instead of 3.6 (issue 34: the suite's CPU).
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ticks=st.lists(st.tuples(STEPS, PRESENT), min_size=60, max_size=250),
     max_age_s=st.sampled_from([100.0, 2000.0, 6 * 3600.0]),
