@@ -138,6 +138,31 @@ def test_row_trends_need_a_minute_of_points():
     assert trends.rate_per_min("new") is None
 
 
+def test_the_legend_measures_each_long_name_once(monkeypatch) -> None:
+    """Consumers named in 10 kB of CJK (text from outside): the legend measured every item again for each
+    number of named consumers it tried, a character at a time (47 ms a bar in the hostile-text test)."""
+    import rich.text
+
+    measured: list[int] = []
+    cell_len = rich.text.cell_len
+
+    def counting(text: str) -> int:
+        if len(text) > 5_000:
+            measured.append(len(text))
+        return cell_len(text)
+
+    monkeypatch.setattr(rich.text, "cell_len", counting)
+    bar = BudgetBar()
+    acct = accounting(*(GIB * (i + 1) for i in range(12)))
+    for i, consumer in enumerate(acct.consumers):
+        consumer.label = f"{i}" + "训练" * 5_000
+    bar.segments = build_segments(acct, POOL, PALETTE, ColorAssigner())
+    bar.legend_lines = 2
+    lines = bar._legend("GiB", 80)
+    assert len(lines) == 2 and "more" in lines[-1].plain  # folded: every count of named ones was tried
+    assert len(measured) <= 2 * len(acct.consumers), len(measured)  # each once, and once more in _wrap
+
+
 def test_legend_names_the_largest_first_and_never_folds_it() -> None:
     """`■ ux-creep 0 MiB ■ ux-hog 0 MiB … +10 more 3.9 GiB` hid the 3.4 GiB hog: containers were kept
     before bigger processes, and empty ones were listed."""
