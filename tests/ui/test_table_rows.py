@@ -219,7 +219,7 @@ async def test_a_new_sort_shows_the_top_rows_with_the_cursor_on_the_first(
 
 
 class NoContainers(SnapshotSource):
-    """The demo machine with no container in its snapshots, and Docker in the state given."""
+    """The demo machine with no container in its snapshots, and Docker in the state `docker` says."""
 
     def __init__(self, docker: DockerStatus) -> None:
         from sparktop.sources.demo import DemoSource
@@ -235,6 +235,18 @@ class NoContainers(SnapshotSource):
         self.demo.close()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def no_containers():
+    """One dashboard with no container for the three states of Docker: each test sets the state it checks and
+    takes a sample, so the tab shows that state whatever ran before (nothing else on it changes)."""
+    source = NoContainers(DockerStatus(available=True))
+    app = SparktopApp(source, Config(), auto_refresh=False, warmup=1,
+                      user_theme_dir=Path("/nonexistent/sparktop-themes"))  # fmt: skip
+    async with app.run_test(size=(120, 36)) as pilot:
+        yield app, pilot, source
+
+
+@in_module_loop
 @pytest.mark.parametrize(
     ("docker", "says"),
     [
@@ -249,17 +261,18 @@ class NoContainers(SnapshotSource):
         ),
     ],
 )
-async def test_an_empty_containers_tab_says_why(docker: DockerStatus, says: str) -> None:
+async def test_an_empty_containers_tab_says_why(docker: DockerStatus, says: str, no_containers) -> None:
     """No container showed an empty table and no line: none running, no Docker socket, no permission."""
-    app = SparktopApp(NoContainers(docker), Config(), auto_refresh=False, warmup=1,
-                      user_theme_dir=Path("/nonexistent/sparktop-themes"))  # fmt: skip
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        assert app.query_one(ContainersTable).row_count == 0
-        note = app.query_one("#containers-empty", Static)
-        assert note.display and str(note.render()) == says
-        assert note.region.height >= 1 and note.region.width >= len(says)  # on screen, whole
+    app, pilot, source = no_containers
+    source.docker = docker
+    await app.refresh_once()
+    assert app.session.latest is not None and app.session.latest.docker == docker
+    await pilot.press("2")
+    await pilot.pause()
+    assert app.query_one(ContainersTable).row_count == 0
+    note = app.query_one("#containers-empty", Static)
+    assert note.display and str(note.render()) == says
+    assert note.region.height >= 1 and note.region.width >= len(says)  # on screen, whole
 
 
 @in_module_loop
