@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent
 
 from sparktop.core.snapshot import Snapshot
+from sparktop.session.session import Session
 from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted
@@ -27,6 +28,7 @@ from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
 from tests.ui.demo_app import SEVEN_MINUTES, make_app, reset_dashboard, shared_app
+from tests.ui.demo_session import default_palette
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")  # seven_minutes below: one app for the module
 
@@ -80,7 +82,9 @@ async def test_creep_alert_names_the_training_run(seven_minutes: tuple[SparktopA
 
 
 async def test_critical_pressure_is_impossible_to_miss():
-    app = make_app("critical", warmup=60)
+    # Three samples: the critical scenario is critical from its first (MemAvailable 3 %, PSI full 25 %); the
+    # minute it warmed up for (0.1 s of CPU) only added "for 59 s" to a reason no check reads.
+    app = make_app("critical", warmup=3)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         banner = app.query_one("#critical-banner")
@@ -276,7 +280,10 @@ async def test_paused_the_header_says_when_the_frozen_data_is_from():
 
 
 async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
-    app = make_app(warmup=400)  # a ten-minute axis
+    # A ten-minute axis: past 300 s of history the axis steps from 5 to 10 minutes, 8.45 s a column at 120
+    # columns, over CHART_MIN_REDRAW_S (5 s), so a redraw at the 5 s floor fails the check; 302 samples
+    # span 301 s (400 gave the same axis for 0.15 s more of CPU).
+    app = make_app(warmup=302)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         chart = app.query_one(HistoryChart)
@@ -294,15 +301,17 @@ async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
         assert len(redraws) <= 30 / per_column + 1
 
 
-async def test_interval_keys():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        assert app.interval == 1.0
+async def test_interval_keys(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard  # the shared one: its interval is put back, whatever the checks found
+    assert app.interval == 1.0
+    try:
         await pilot.press("minus")
         assert app.interval == 2.0
         await pilot.press("plus", "plus")
         assert app.interval == 0.5
         assert "every 0.5 s" in str(app.query_one(StatusLine).render())
+    finally:
+        app._set_interval(1.0)
 
 
 async def test_theme_switch_recolours_the_bar(dashboard: tuple[SparktopApp, Pilot]):
@@ -542,14 +551,23 @@ async def test_replay_end_keeps_the_last_frame():
         assert "end of recording" in str(app.query_one(StatusLine).render())
 
 
-async def test_no_gpu_is_explained_in_one_line():
-    app = SparktopApp(NoGpuDemo("audio"), Config(), auto_refresh=False, warmup=5, clock=lambda: 0.0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        text = rendered(app.query_one(GpuPanel))
-        assert text.startswith("No NVIDIA GPU / NVML: libnvidia-ml.so.1 not found")
-        assert "\n" not in text
-        assert app.session.latest.accounting is not None  # computed when a source leaves it out
+async def test_no_gpu_is_explained_in_one_line():  # async: the module runs in its event loop
+    """The GPU panel's text on a machine without NVML, drawn by the panel's own show() as the dashboard calls
+    it, over the session a dashboard holds after five samples (warmed up as SparktopApp warms up: each sample
+    ingested, then analysed once); no app: what is checked is the panel's text and the session."""
+    source = NoGpuDemo("audio")
+    session = Session.for_config(Config(), clock=lambda: 0.0)
+    for _ in range(5):
+        session.ingest(source.sample(), analyse=False)
+    session.analyse()
+    snapshot = session.latest
+    assert snapshot is not None
+    panel = GpuPanel()
+    panel.show(snapshot.gpu, session.gpu_series, "GiB", default_palette().spark, now=snapshot.timestamp)
+    text = rendered(panel)
+    assert text.startswith("No NVIDIA GPU / NVML: libnvidia-ml.so.1 not found")
+    assert "\n" not in text
+    assert snapshot.accounting is not None  # computed when a source leaves it out
 
 
 async def test_units_gb_and_thresholds_from_config():
