@@ -618,7 +618,7 @@ async def test_toasts_never_cover_the_stop_dialog_on_a_small_terminal() -> None:
     text and its buttons: on a confirmation they wait; they show again once it is closed."""
     from tests.ui.demo_app import make_app
 
-    app = make_app()
+    app = make_app(warmup=3)  # nothing here reads the history
     async with app.run_test(size=(60, 18), notifications=True) as pilot:
         await pilot.press("2")
         await pilot.pause()
