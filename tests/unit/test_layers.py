@@ -3,14 +3,14 @@ session → views, and only `sparktop/ui/` may use Textual. The rules below are 
 notes' "Layers" section says the same in prose; those notes are not part of this repository).
 
 - static: every `import sparktop.X` in every module (at module level or inside a function) is read with `ast`
-  and checked against the layer rules below;
+  and checked against the layer rules below (one test per rule over every module, naming every module that
+  breaks it: a test per module was ~330 tests, whose per-test overhead was most of this file's CPU);
 - at run time: a fresh interpreter imports every module outside `ui/` and must not have loaded Textual; the
   seams split out of ui/ (ALONE) are also imported each alone, so none leans on another's imports."""
 
 from __future__ import annotations
 
 import ast
-import functools
 import graphlib
 import subprocess
 import sys
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "sparktop"
+from tests.fixtures.package_source import PACKAGE, import_nodes, package_files
 
 # One rule per package: the sparktop packages it may import (besides its own). Floors, from the ground up:
 # core → settings → collect → sources; analysis (on core alone) → footprints → session, plan, stopping →
@@ -106,21 +106,15 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> list[tuple[str, Path]]:
-    return sorted((module_name(p), p) for p in PACKAGE.rglob("*.py"))
+    return sorted((module_name(p), p) for p in package_files())
 
 
-@functools.cache  # each module is read by several tests of a worker: parsed once
-def parsed(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"))
-
-
-@functools.cache
 def imported(path: Path) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(parsed(path)):
+    for node in import_nodes(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif node.module and node.level == 0:
             names.add(node.module)
     return frozenset(names)
 
@@ -156,29 +150,41 @@ def test_no_module_name_does_two_jobs() -> None:
     assert not [n for n, p in modules() if p.stem in ("model", "models")], "a module named model outside ML"
 
 
-@pytest.mark.parametrize("name,path", modules(), ids=[m for m, _ in modules()])
-def test_no_module_imports_a_higher_layer(name: str, path: Path) -> None:
-    found = imported(path)
+def layer_problems(name: str, found: frozenset[str]) -> list[str]:
+    """What in `found` (the sparktop modules and packages the module `name` imports) breaks a rule."""
+    problems = []
     package = package_of(name)
     if package is not None:
         allowed = {package, *MAY_IMPORT[package]}
         bad = sorted(i for i in found if within(i, "sparktop") and package_of(i) not in allowed | {None})
-        assert not bad, f"{name} ({package}/ may import {sorted(MAY_IMPORT[package])}) imports {bad}"
+        if bad:
+            problems.append(f"{name} ({package}/ may import {sorted(MAY_IMPORT[package])}) imports {bad}")
     for layer, forbidden in FORBIDDEN.items():
         if within(name, layer):
             bad = sorted(i for i in found for f in forbidden if within(i, f) and not within(i, layer))
-            assert not bad, f"{name} ({layer}) imports {bad}"
+            if bad:
+                problems.append(f"{name} ({layer}) imports {bad}")
     if not any(within(name, allowed) for allowed in MAY_IMPORT_UI):
         textual = sorted(i for i in found if within(i, "textual") or within(i, "sparktop.ui"))
-        assert not textual, f"{name} imports {textual}: only sparktop/ui/ may use Textual"
+        if textual:
+            problems.append(f"{name} imports {textual}: only sparktop/ui/ may use Textual")
+    return problems
 
 
-@pytest.mark.parametrize("name,path", modules(), ids=[m for m, _ in modules()])
-def test_only_the_entry_point_imports_the_commands(name: str, path: Path) -> None:
-    if any(within(name, allowed) for allowed in MAY_IMPORT_COMMANDS):
-        return
-    commands = sorted(i for i in imported(path) if within(i, COMMANDS))
-    assert not commands, f"{name} imports {commands}: only sparktop/__main__.py and the commands may"
+def test_no_module_imports_a_higher_layer() -> None:
+    problems = [problem for name, path in modules() for problem in layer_problems(name, imported(path))]
+    assert not problems, "\n".join(problems)
+
+
+def test_only_the_entry_point_imports_the_commands() -> None:
+    problems = []
+    for name, path in modules():
+        if any(within(name, allowed) for allowed in MAY_IMPORT_COMMANDS):
+            continue
+        commands = sorted(i for i in imported(path) if within(i, COMMANDS))
+        if commands:
+            problems.append(f"{name} imports {commands}: only sparktop/__main__.py and the commands may")
+    assert not problems, "\n".join(problems)
 
 
 def test_importing_everything_outside_ui_does_not_load_textual() -> None:
@@ -216,10 +222,10 @@ def test_no_import_loops() -> None:
     graph: dict[str, set[str]] = {}
     for name, path in modules():
         targets: set[str] = set()
-        for node in ast.walk(parsed(path)):
+        for node in import_nodes(path):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            elif node.module and node.level == 0:
                 # `from a.b import c` runs a.b (its __init__ for a package) and, if c is a module, a.b.c
                 targets.add(node.module)
                 targets.update(f"{node.module}.{alias.name}" for alias in node.names)

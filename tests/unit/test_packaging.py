@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.package_source import import_nodes, package_files
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -47,11 +49,11 @@ def canonical(name: str) -> str:
 
 def imported_top_level_modules() -> set[str]:
     modules = set()
-    for path in (ROOT / "sparktop").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in package_files():
+        for node in import_nodes(path):
             if isinstance(node, ast.Import):
                 modules.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            elif node.level == 0 and node.module:
                 modules.add(node.module.split(".")[0])
     return modules - set(sys.stdlib_module_names) - {"sparktop"}
 
@@ -127,8 +129,8 @@ def test_sparktop_web_without_the_extra_says_the_pip_command(missing: str) -> No
 
 def test_only_the_browser_view_imports_the_extra() -> None:
     importers = set()
-    for path in (ROOT / "sparktop").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in package_files():
+        for node in import_nodes(path):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
