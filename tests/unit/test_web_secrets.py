@@ -44,7 +44,7 @@ def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def web() -> Iterator[Web]:
-    """A `sparktop web` of the test's own: the tests that stop it, and read what it left, take this one."""
+    """A `sparktop web` of the test's own: the test that stops it, and reads what it left, takes this one."""
     server = start_web()
     try:
         yield server
@@ -70,7 +70,7 @@ async def open_session(session: aiohttp.ClientSession, web: Web) -> aiohttp.Clie
     return ws
 
 
-async def test_no_log_line_holds_the_token(web: Web) -> None:
+async def test_no_log_line_holds_the_token_nor_a_file_once_web_stops(web: Web) -> None:
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
         ws = await open_session(session, web)
         # The page's script and the WebSocket with the token in the query, as a client may send them.
@@ -82,12 +82,15 @@ async def test_no_log_line_holds_the_token(web: Web) -> None:
         async with session.get(f"{web.base}/?token=a-guess") as reply:
             assert reply.status in (200, 403)  # the cookie stands in for the wrong query
         await ws.close()
+    kept = url_file_of(web)
+    assert kept.exists()
     stop_process(web.process, timeout=SETTLE_S)
     log = web.log()
     assert '"GET /?token=… HTTP/1.1" 200' in log  # the access log is there, and it was written
     assert "GET /download/nothing?token=… HTTP/1.1" in log
     assert web.token not in log
     assert "a-guess" not in log
+    assert not kept.exists()  # nor is it kept in a file once web has stopped: a stale token is of no use
 
 
 def test_the_sessions_feed_answers_no_other_user(running_web: Web) -> None:
@@ -120,17 +123,23 @@ async def test_a_session_reads_the_feed_with_a_token_no_other_user_can_read(runn
         await ws.close()
 
 
-def test_the_url_is_kept_in_a_file_only_its_user_reads_while_web_runs(web: Web) -> None:
+def url_file_of(web: Web) -> Path:
+    """The file web's first line names as holding the URL to open."""
     first = web.log().splitlines()[0]
-    path = Path(re.search(r"open the URL in (\S+)", first).group(1))  # type: ignore[union-attr]
+    return Path(re.search(r"open the URL in (\S+)", first).group(1))  # type: ignore[union-attr]
+
+
+def test_the_url_is_kept_in_a_file_only_its_user_reads_while_web_runs(running_web: Web) -> None:
+    """(And removed when web stops: test_no_log_line_holds_the_token, which stops its own.)"""
+    web = running_web
+    first = web.log().splitlines()[0]
+    path = url_file_of(web)
     assert path.read_text() == f"{web.base}/?token={web.token}\n"
     info = path.stat()
     assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_uid == os.geteuid()
     assert web.token not in first  # not in a log: stderr is the journal under systemd
     done = as_nobody("cat", str(path))
     assert done.returncode != 0 and web.token not in done.stdout
-    stop_process(web.process, timeout=SETTLE_S)
-    assert not path.exists()  # a stale token is of no use to anyone
 
 
 def test_on_a_terminal_the_url_is_printed_and_kept(tmp_path: Path) -> None:
