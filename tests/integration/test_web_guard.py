@@ -139,7 +139,11 @@ async def test_a_foreign_origin_or_host_gets_no_session(web: Web) -> None:
     assert web.sessions() == []  # not one process was started for them
 
 
-async def test_the_token_url_gets_a_read_only_session_that_dies_with_its_connection(web: Web) -> None:
+async def test_the_token_url_gets_a_read_only_session_that_writes_no_file_and_dies_with_its_connection(
+    web: Web,
+) -> None:
+    """One session for both (each is a dashboard process, ~1 s of CPU): `B` over the WebSocket, as the hostile
+    page typed it, leaves no history file in the state dir."""
     await no_sessions_left(web)
     async with client() as session:
         ws = await open_session(session, web)
@@ -147,9 +151,12 @@ async def test_the_token_url_gets_a_read_only_session_that_dies_with_its_connect
         assert "READ-ONLY" in shown and "BROWSER" in shown
         (argv,) = [p.cmdline() for p in web.sessions()]
         assert "--read-only" in argv and argv[argv.index("--web-session") + 1] == str(web.process.pid)
+        await ws.send_json(["stdin", "B"])
+        await read_until(ws, "no files on the server")
         await ws.close()
     await until(lambda: not web.sessions())
     assert web.sessions() == []
+    assert list(web.state_dir.rglob("history-*")) == []
 
 
 async def test_sessions_are_capped(web: Web) -> None:
@@ -170,17 +177,6 @@ async def test_sessions_are_capped(web: Web) -> None:
         c = await open_session(again, web)
         await read_until(c, "Memory pool")
         await c.close()
-
-
-async def test_a_read_only_session_writes_no_file(web: Web) -> None:
-    """`B` over the WebSocket, as the hostile page typed it: no history file appears in the state dir."""
-    async with client() as session:
-        ws = await open_session(session, web)
-        await read_until(ws, "Memory pool")
-        await ws.send_json(["stdin", "B"])
-        await read_until(ws, "no files on the server")
-        await ws.close()
-    assert list(web.state_dir.rglob("history-*")) == []
 
 
 def test_allow_actions_is_refused_on_a_network_address(capsys: pytest.CaptureFixture[str]) -> None:
