@@ -123,7 +123,9 @@ def test_load_moves_the_gpu():
 
 
 def test_ollama_is_bursty():
-    utils = [s.gpu.gpus[0].utilization_pct for s in run(DemoSource("audio", seed=5), 600)]
+    # Within a simulated minute it has been both idle and busy (it was ten minutes: 0.6 s of CPU; with seeds
+    # 1-7 both show within the first 25 samples).
+    utils = [s.gpu.gpus[0].utilization_pct for s in run(DemoSource("audio", seed=5), 60)]
     assert min(utils) < 5 and max(utils) > 80
 
 
