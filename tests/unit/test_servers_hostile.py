@@ -304,8 +304,9 @@ print(collector.probes, most, peak_kib)
 def test_rss_stays_bounded_beside_servers_offering_85k_models() -> None:
     """The dashboard went from 91 to 897 MB beside a vLLM naming 85,824 models and 188 MB beside 10k
     Ollama models; the collector in a loop (6 probe rounds, a history of its reports) stays under 150 MB."""
-    vllm_server = RecordingServer(lambda m, t: Canned(body=vllm_flood()) if t == "/metrics" else Canned(404))
-    ollama_server = RecordingServer(lambda m, t: Canned(body=ollama_flood(10_000)))
+    vllm_body, ollama_body = vllm_flood(), ollama_flood(10_000)  # made once, not for every probe
+    vllm_server = RecordingServer(lambda m, t: Canned(body=vllm_body) if t == "/metrics" else Canned(404))
+    ollama_server = RecordingServer(lambda m, t: Canned(body=ollama_body))
     try:
         done = subprocess.run(
             [sys.executable, "-c", MEASURE, vllm_server.url, ollama_server.url, str(2 * MAX_MODELS)],
