@@ -22,6 +22,7 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from tests.fixtures.hostile import EVIL_NAME, HOSTILE_ARG_SHOWN, spawn_hostile
+from tests.fixtures.package_source import PACKAGE, package_files, parsed
 from tests.fixtures.sources import NoDocker, NoGpu
 from tests.ui.demo_app import screen_text
 
@@ -222,11 +223,11 @@ def test_every_static_label_and_toast_is_built_without_markup_parsing() -> None:
     """A Static, Label or notify() that parses markup restyles or breaks on a name like `[/b]x` the day
     someone passes it outside text. Styled text goes in as `Content` (built with `$values`), so every such
     call says markup=False, and the rule holds by construction rather than call by call."""
-    root = Path(__file__).resolve().parents[2] / "sparktop"
+    root = PACKAGE
     parsing = []
     checked = 0
-    for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path in package_files():
+        for node in ast.walk(parsed(path)):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
