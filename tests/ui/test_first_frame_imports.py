@@ -9,15 +9,12 @@ the cluster view, a replay's player, the add-on collectors) comes later, when fi
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.imports import under
+from tests.fixtures.imports import printed_modules, run_probe, under
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,18 +87,8 @@ NEVER_IMPORTED = ("plotext", "textual_plotext")
 def modules_at_first_frame(*args: str) -> set[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("MODULES ")), None)
-    assert line is not None, f"no first frame (exit {done.returncode}): {done.stderr[-2000:]}"
-    return set(json.loads(line.removeprefix("MODULES ")))
+    done = run_probe(PROBE, *args, cwd=REPO, env=env, timeout=300)
+    return printed_modules(done, "first frame")
 
 
 def too_early(modules: set[str]) -> list[str]:

@@ -9,14 +9,11 @@ scrape of /metrics it lists `sys.modules`. Deterministic: what is imported, neve
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.fixtures.http_servers import RecordingServer
-from tests.fixtures.imports import under
+from tests.fixtures.imports import printed_modules, run_probe, under
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,20 +98,10 @@ def clean_env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_serve_imports_only_what_it_serves(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, "serve", "--listen", "127.0.0.1:0", "--interval", "0.2"],
-        cwd=tmp_path,
-        env=clean_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    lines = done.stdout.splitlines()
-    line = next((ln for ln in lines if ln.startswith("MODULES ")), None)
-    assert line is not None, f"no scrape (exit {done.returncode}): {done.stderr[-2000:]}"
-    assert "STATUS HTTP/1.0 200 OK" in lines
-    modules = set(json.loads(line.removeprefix("MODULES ")))
+    args = ("serve", "--listen", "127.0.0.1:0", "--interval", "0.2")
+    done = run_probe(PROBE, *args, cwd=tmp_path, env=clean_env(tmp_path), timeout=300)
+    modules = printed_modules(done, "scrape")
+    assert "STATUS HTTP/1.0 200 OK" in done.stdout.splitlines()
     # the probe saw the real thing: the exporter, its add-on collectors and the footprint store
     for present in ("prometheus_client", "sparktop.exporter.server", "sparktop.collect.servers.collector",
                     "sparktop.footprints.store", "sparktop.collect.nvml"):  # fmt: skip
@@ -136,15 +123,8 @@ def test_a_request_to_an_ascii_name_does_not_import_the_idna_codec(tmp_path: Pat
     unicodedata) stays resident: the model-server probes of `serve` paid ~0.5 MiB for it."""
     server = RecordingServer()
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD_REQUEST, f"http://localhost:{server.port}/"],
-            cwd=tmp_path,
-            env=clean_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        url = f"http://localhost:{server.port}/"
+        done = run_probe(CHILD_REQUEST, url, cwd=tmp_path, env=clean_env(tmp_path), timeout=60)
     finally:
         server.close()
     assert done.stdout.split() == ["200", "False"], done.stderr[-2000:]
