@@ -4,8 +4,7 @@
   recorded interval). A tick's batch goes into the session whole, `analyse=False` for all but the last, so
   the history, the creep slope and the trends see every sample; only the last is analysed and drawn.
 - Seek: `seek()` makes a new session that has taken in every snapshot up to the target, exactly as playing
-  from the start would have (`analyse=False` but for the creep hold's last seconds, which playing analysed
-  tick by tick); the source plays on after it. Parsing a
+  from the start would have (`Session.catch_up`); the source plays on after it. Parsing a
   snapshot costs a millisecond or more, so an hour at 1 s is seconds of work from the start: a
   `CheckpointIndex` reads the recording through once in the background and keeps the session's state every
   `CHECKPOINT_EVERY` snapshots (`Session.checkpoint`, ~0.25 MB each), from the first seek asked for on (a
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +34,6 @@ SPEEDS = (1, 2, 5, 10, 30, 60, 300, 600)  # snapshots per tick the speed keys st
 MAX_SPEED = 1000  # the most `--speed` takes: a tick's batch is ingested on the viewer's event loop
 CHECKPOINT_EVERY = 30  # snapshots between checkpoints (two a minute of a 1 s recording)
 CHECKPOINT_BUDGET = 64 * 1024**2  # bytes of checkpoints kept at most
-ANALYSED_APART_S = 1.0  # a seek analyses the hold's last seconds this far apart at the closest (see _seek)
 
 
 @dataclass(frozen=True)
@@ -255,31 +253,24 @@ class Playback:
             return None
         with self._lock:
             session = self._new_session()
-            # The snapshots within the creep hold's reach of the target are analysed as they come (~3 ms
-            # each; at most one a second of the recording, so a 0.1-s recording costs no more than a 1-s
-            # one): the hold keeps on show an alert the rule raised a few ticks before, and a seek shows
-            # what playing there showed. The checkpoint comes from before them, so all of them are played.
-            analyse_from = target - session.creep_hold_s
-            checkpoint = self.index.best(analyse_from)
+            # From a checkpoint before the creep hold's reach of the target: catch_up analyses those
+            # snapshots as ticking did, so a seek shows the alerts playing there showed.
+            checkpoint = self.index.best(target - session.creep_hold_s)
             mark = START
             if checkpoint is not None:
                 session.restore(checkpoint.state)
                 mark = checkpoint.mark
             self.source.rewind_to(mark, session.latest)
-            analysed, analysed_at = False, -math.inf
-            while (upcoming := self.source.next_timestamp()) is not None and (
-                upcoming <= target or session.latest is None
-            ):
-                snapshot = self.source.sample()
-                at = snapshot.timestamp
-                analysed = at >= analyse_from and at - analysed_at >= ANALYSED_APART_S
-                session.ingest(snapshot, analyse=analysed)
-                if analysed:
-                    analysed_at = at
+
+            def upcoming() -> Iterator[Snapshot]:
+                while (at := self.source.next_timestamp()) is not None and (
+                    at <= target or session.latest is None
+                ):
+                    yield self.source.sample()
+
+            session.catch_up(upcoming(), until=target)
             if session.latest is None:
                 raise ValueError(f"{self.source.path.name}: no snapshot there any more (the file changed?)")
-        if not analysed:
-            session.analyse()
         if self.pending_s == wanted:
             self.pending_s = None
         return session

@@ -23,10 +23,11 @@ once ingested, so reading it alone needs no lock.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from sparktop.analysis.accounting import fill_accounting
@@ -44,6 +45,7 @@ from sparktop.session.message_log import MessageLog
 
 CREEP_WINDOW_S = 300.0  # the slope behind creep alerts and the tables' growth column
 LATE_AFTER_S = 5.0  # a sample this late (or 3 intervals, if longer) makes the data stale
+CATCH_UP_ANALYSED_APART_S = 1.0  # catch_up analyses the hold's last seconds this far apart at the closest
 
 
 class Session:
@@ -127,7 +129,7 @@ class Session:
         """Take one good snapshot in (accounting filled in if missing) and return it. `analyse` False leaves
         the creep alerts and the forecast as they were: a warm-up feeding many past samples at once needs
         them only for the last (a function of the history, read afresh by `analyse()`, and of the creep
-        hold's memory of the ticks analysed in the last `creep_hold_s`, which a seek analyses one by one)."""
+        hold's memory of the ticks analysed in the last `creep_hold_s`: `catch_up` analyses those)."""
         with self.lock:
             fill_accounting(snapshot)  # the one place a snapshot is accounted
             self.history.add(snapshot)
@@ -150,9 +152,24 @@ class Session:
 
     @property
     def creep_hold_s(self) -> float:
-        """How far back the creep alerts on show depend on ticks analysed one by one (CreepHold): a batch fed
-        with analyse=False must analyse its snapshots this close to its end to show what ticking showed."""
+        """How far back the creep alerts on show depend on ticks analysed one by one (CreepHold)."""
         return self._creep_hold.hold_s
+
+    def catch_up(self, snapshots: Iterable[Snapshot], until: float) -> None:
+        """Take in at once snapshots that ticking would have taken one by one (a replay's seek), up to
+        `until`, and end as ticking would have: analysed, with the alerts the creep hold keeps. Those older
+        than the hold's reach are taken in with analyse=False; the rest are analysed as they come, at most one
+        a second of their time (~3 ms each: a 0.1-s recording costs no more than a 1-s one)."""
+        analyse_from = until - self.creep_hold_s
+        analysed, analysed_at = False, -math.inf
+        for snapshot in snapshots:
+            at = snapshot.timestamp
+            analysed = at >= analyse_from and at - analysed_at >= CATCH_UP_ANALYSED_APART_S
+            self.ingest(snapshot, analyse=analysed)
+            if analysed:
+                analysed_at = at
+        if not analysed:
+            self.analyse()
 
     def analyse(self) -> None:
         """Creep alerts and the forecast from the history as it is now (after ingest with analyse=False)."""

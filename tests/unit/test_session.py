@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sparktop.analysis.accounting import account
 from sparktop.analysis.pressure import PressureLevel
 from sparktop.commands.main import main
@@ -219,3 +221,59 @@ def test_replay_end_names_a_consumer_that_arrived_mid_recording(tmp_path: Path) 
     assert first.startswith("ssd-tetris-train-1 (new) +"), message
     size, unit = first.rsplit("+", 1)[1].split()
     assert unit == "GiB" and float(size) > 10, message
+
+
+def _one_process_snapshots(sizes: list[int]) -> list:
+    """A 32 GiB machine with one host process of these sizes, one snapshot a second."""
+    from sparktop.core.snapshot import GIB, GpuReport, HostMemory, ProcessInfo, Snapshot
+
+    total = 32 * GIB
+    out = []
+    for t, rss in enumerate(sizes):
+        used = 4 * GIB + rss
+        process = ProcessInfo(
+            pid=4242, name="job", cmdline="job", rss=rss, start_time=500.0, start_ticks=50_000
+        )
+        memory = HostMemory(total=total, available=total - used, free=total - used)
+        out.append(
+            Snapshot(
+                timestamp=1000.0 + t,
+                source="live",
+                hostname="h",
+                memory=memory,
+                gpu=GpuReport(available=False, reason="none"),
+                processes=[process],
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("shape", ["climb-then-stop", "one-off-step", "noise"])
+def test_catching_up_holds_no_alert_that_ticking_would_not(shape: str) -> None:
+    """`catch_up` (a replay's seek) analyses the creep hold's last seconds so that a held alert shows; it must
+    not show one where ticking shows none: a climb that stopped (the hold lets go), a one-off step, noise on a
+    flat line. Compared with a session ticked through the same snapshots at several moments."""
+    import random
+
+    from sparktop.core.snapshot import GIB
+
+    rng = random.Random(7)
+    if shape == "climb-then-stop":  # +1.3 GB/min with noise (the fast rule blinks on it), flat from 60 s
+        sizes = [GIB + int(1.3e9 / 60 * min(t, 60) + rng.uniform(-30e6, 30e6)) for t in range(100)]
+    elif shape == "one-off-step":
+        sizes = [GIB + (3 * GIB if t >= 40 else 0) for t in range(100)]
+    else:
+        sizes = [GIB + int(rng.uniform(-50e6, 50e6)) for t in range(100)]
+    snapshots = _one_process_snapshots(sizes)
+    ticked = Session(safe_bytes=20 * GIB, max_bytes=24 * GIB)
+    shown = {}
+    for i, snapshot in enumerate(snapshots):
+        ticked.ingest(snapshot.model_copy(deep=True))
+        shown[i] = [a.key for a in ticked.creep]
+    for i in (45, 59, 75, 99):
+        caught = Session(safe_bytes=20 * GIB, max_bytes=24 * GIB)
+        caught.catch_up((s.model_copy(deep=True) for s in snapshots[: i + 1]), until=snapshots[i].timestamp)
+        assert [a.key for a in caught.creep] == shown[i], (shape, i)
+    assert shown[99] == []  # none of these alerts at the end: a stopped climb, a step, noise
+    if shape == "climb-then-stop":
+        assert shown[45], "the climb must alert while it goes on, or this compares nothing"
