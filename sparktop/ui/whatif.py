@@ -373,47 +373,7 @@ class WhatIfPane(Vertical):
         self._draw_verdicts()
 
     def _draw_head(self, baseline: Baseline, units: str) -> None:
-        from sparktop.core.format import fmt_size
-
-        # The planner speaks GB (its lines and verdicts); the dashboard the user's unit: both, so "25.3 GB"
-        # here and "23.5 GiB" on the bar read as the same pool. To one decimal, as the verdict ("OOM RISK
-        # 126.5 GB … of 130.7 GB") and the bar's title give them: "127 GB in use (pool 131 GB)" beside those
-        # read as other figures. The pool in the user's unit goes first where the line is too long.
-        used = fmt_size(baseline.used.mid, "GB")
-        pools = [f"pool {fmt_size(baseline.pool, 'GB')}"]
-        if units != "GB":
-            pools.insert(0, f"{pools[0]} = {fmt_size(baseline.pool, units)}")
-        room = self.size.width - 2  # the head's padding
-        # Longest first; then without the pool in GiB, the host (or "Linux + Docker") and the key's hint (the
-        # footer has it): a wrapped head split "pool 130.7" from its "GB" at 60 columns.
-        variants = [(pool, True, True) for pool in pools] + [
-            (pools[-1], False, True),
-            (pools[-1], False, False),
-        ]
-        for pool, full, with_key in variants:
-            if baseline.source == "live":
-                host = self.snapshot.hostname if self.snapshot and self.snapshot.hostname else "this machine"
-                head = Content.from_markup(
-                    "Baseline [b]live[/b]: $used in use$on ($pool)[dim]$key[/dim]",
-                    used=used, on=f" on {host}" if full else "", pool=pool,
-                    key="  b: clean" if with_key else "",
-                )  # fmt: skip
-                hint = "What runs now is already counted: add only what is not running yet."
-            else:
-                why = " (no live sample yet)" if self.snapshot is None else ""
-                snap = None if self.baseline_mode == "spark" else self.snapshot
-                spark = snap is None
-                name = "DGX Spark" if snap is None else snap.hostname or "machine (this one)"
-                machine = f"clean {name}"
-                following = "live" if spark else "Spark"
-                head = Content.from_markup(
-                    "Baseline [b]$machine[/b]$why: $what$used ($pool)[dim]$key[/dim]",
-                    machine=machine, why=why, what="Linux + Docker, " if full else "", used=used, pool=pool,
-                    key=f"  b: {following}" if with_key else "",
-                )  # fmt: skip
-                hint = "Planned as if nothing else ran: the bar shows the system overhead only."
-            if room <= 0 or head.cell_length <= room:
-                break
+        head, hint = baseline_head(baseline, self.snapshot, self.baseline_mode, units, self.size.width - 2)
         self.query_one("#whatif-head", Static).update(head)
         self.query_one("#whatif-hint", Static).update(hint)
 
@@ -591,6 +551,55 @@ class FindBox(Input):
         if not had_text:
             # Nothing to clear: the Esc goes on too (a screen around the pane closes on it).
             raise SkipAction()
+
+
+def baseline_head(
+    baseline: Baseline, snapshot: Snapshot | None, mode: str, units: str, room: int
+) -> tuple[Content, str]:
+    """The tab's head (the baseline, what it holds, its pool) and the hint under it, for a head `room` cells
+    wide (<= 0: any width). `snapshot`: the latest sample (None before the first); `mode`: the pane's
+    baseline_mode (live, clean or spark)."""
+    from sparktop.core.format import fmt_size
+
+    # The planner speaks GB (its lines and verdicts); the dashboard the user's unit: both, so "25.3 GB"
+    # here and "23.5 GiB" on the bar read as the same pool. To one decimal, as the verdict ("OOM RISK
+    # 126.5 GB … of 130.7 GB") and the bar's title give them: "127 GB in use (pool 131 GB)" beside those
+    # read as other figures. The pool in the user's unit goes first where the line is too long.
+    used = fmt_size(baseline.used.mid, "GB")
+    pools = [f"pool {fmt_size(baseline.pool, 'GB')}"]
+    if units != "GB":
+        pools.insert(0, f"{pools[0]} = {fmt_size(baseline.pool, units)}")
+    # Longest first; then without the pool in GiB, the host (or "Linux + Docker") and the key's hint (the
+    # footer has it): a wrapped head split "pool 130.7" from its "GB" at 60 columns.
+    variants = [(pool, True, True) for pool in pools] + [
+        (pools[-1], False, True),
+        (pools[-1], False, False),
+    ]
+    for pool, full, with_key in variants:
+        if baseline.source == "live":
+            host = snapshot.hostname if snapshot and snapshot.hostname else "this machine"
+            head = Content.from_markup(
+                "Baseline [b]live[/b]: $used in use$on ($pool)[dim]$key[/dim]",
+                used=used, on=f" on {host}" if full else "", pool=pool,
+                key="  b: clean" if with_key else "",
+            )  # fmt: skip
+            hint = "What runs now is already counted: add only what is not running yet."
+        else:
+            why = " (no live sample yet)" if snapshot is None else ""
+            snap = None if mode == "spark" else snapshot
+            spark = snap is None
+            name = "DGX Spark" if snap is None else snap.hostname or "machine (this one)"
+            machine = f"clean {name}"
+            following = "live" if spark else "Spark"
+            head = Content.from_markup(
+                "Baseline [b]$machine[/b]$why: $what$used ($pool)[dim]$key[/dim]",
+                machine=machine, why=why, what="Linux + Docker, " if full else "", used=used, pool=pool,
+                key=f"  b: {following}" if with_key else "",
+            )  # fmt: skip
+            hint = "Planned as if nothing else ran: the bar shows the system overhead only."
+        if room <= 0 or head.cell_length <= room:
+            break
+    return head, hint
 
 
 def _labelled(label: str, text: str) -> Content:
