@@ -1,64 +1,82 @@
-"""The user's files in the dashboard: a bad theme is skipped with a message (at start and on `t`), a plan
-file that used to crash Load shows its error, a bad discovery key does not leave the What-if tab loading
-forever, and every warning stays reachable on the messages screen (M) after its toast fades."""
+"""The user's files in the dashboard: a bad theme is skipped with a message (at start and on `t`), a bad
+discovery key does not leave the What-if tab loading forever, every warning stays reachable on the messages
+screen (M) after its toast fades, and a plan file that used to crash Load shows its error."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from textual.app import App, ComposeResult
 from textual.widgets import Input, OptionList, Static
 
+from sparktop.plan import Plan
+from sparktop.plan.catalog import Catalog
+from sparktop.settings.files import user_catalog_path
 from sparktop.ui.screens.messages import MessagesScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
-from tests.ui.demo_app import edit_selected, make_app, shared_whatif, show_whatif
+from tests.ui.demo_app import make_app, show_whatif
 
 SIZE = (120, 36)
 
 BAD_VARIABLE = (
     'name = "a-broken"\n[colors]\nprimary = "#123456"\n[variables]\nblock-cursor-background = "nope"\n'
 )
+STARTUP_MESSAGE = "config.toml:2: safe_gb: must be a finite number, not nan"
 
-
-# A private home (tests/conftest.py) for the tests with an app of their own; the Load and editor checks share
-# one What-if tab (`whatif`: reset for each test), in the module's event loop.
+# A private home (tests/conftest.py) for each test, in the module's event loop.
 pytestmark = [pytest.mark.usefixtures("private_home"), pytest.mark.asyncio(loop_scope="module")]
-whatif_app = shared_whatif()
 
 
-async def test_a_theme_with_a_bad_variable_is_skipped_and_t_keeps_working(tmp_path):
+async def test_bad_user_files_are_said_kept_on_the_messages_screen_and_the_app_keeps_working(tmp_path):
+    """One dashboard for the three (each was an app of its own): a theme with a bad variable, a message from
+    the config read at start, and a catalog with a bad discovery key."""
     themes = tmp_path / "themes"
     themes.mkdir()
     (themes / "broken.toml").write_text(BAD_VARIABLE, encoding="utf-8")
-    app = make_app(warmup=3, user_theme_dir=themes)
+    catalog = user_catalog_path()
+    catalog.parent.mkdir(parents=True, exist_ok=True)
+    catalog.write_text("[discovery]\nollama_models = 5\n", encoding="utf-8")
+    app = make_app(warmup=3, user_theme_dir=themes, startup_messages=[STARTUP_MESSAGE])
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "a-broken" not in app.available_themes
+        assert "a-broken" not in app.available_themes, "a bad theme is skipped"
         seen = set()
         # Round the whole cycle: the bad theme is never applied. Four presses visit every other theme of a
         # cycle of five (the four shipped ones and the bad one, were it let in), wherever it sorted.
         for _ in range(4):
             await pilot.press("t")
             seen.add(app.theme)
-        assert app.is_running and "a-broken" not in seen and len(seen) >= 4
+        assert app.is_running and "a-broken" not in seen and len(seen) >= 4, ("t keeps working", seen)
         expected = f"{themes / 'broken.toml'}:5: variables.block-cursor-background: 'nope' is not a colour"
         assert any(text == expected for _when, _title, text in app.messages), app.messages
+
+        # A bad discovery key still fills the What-if catalog, and says so.
+        await show_whatif(app, pilot)
+        pane = app.query_one(WhatIfPane)
+        options = pane.query_one("#whatif-catalog", OptionList)
+        assert pane.catalog is not None and options.option_count > 10, "the catalog is filled"
+        problem = "discovery.ollama_models: must be a string"
+        assert any(problem in text for _w, _t, text in app.messages), app.messages
+
+        app.clear_notifications()  # the toasts are gone, as after their 8-12 s
         await pilot.press("M")
         assert isinstance(app.screen, MessagesScreen)
         shown = " ".join(str(s.render()) for s in app.screen.query(Static))
-        assert "'nope' is not a colour" in shown
+        assert "'nope' is not a colour" in shown, ("the theme's problem on M", shown)
+        assert "safe_gb: must be a finite number, not nan" in shown, ("the startup message on M", shown)
+        assert problem in shown, ("the catalog's problem on M", shown)
         await pilot.press("escape")
         assert not isinstance(app.screen, MessagesScreen)
 
 
-async def test_startup_messages_outlive_their_toast():
-    app = make_app(warmup=3, startup_messages=["config.toml:2: safe_gb: must be a finite number, not nan"])
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        app.clear_notifications()  # the toast is gone, as after its 12 s
-        await pilot.press("M")
-        assert isinstance(app.screen, MessagesScreen)
-        shown = " ".join(str(s.render()) for s in app.screen.query(Static))
-        assert "safe_gb: must be a finite number, not nan" in shown
+class DialogHost(App[None]):
+    """Nothing but the screen the load dialog opens over (`l` opening it on the What-if tab is
+    test_whatif's test_save_confirms_overwrite_and_load_reports_line)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("host")
 
 
 @pytest.mark.parametrize(
@@ -69,63 +87,15 @@ async def test_startup_messages_outlive_their_toast():
         (b'[[workload]]\nkind = "other"\nmemory_gb = inf\n', ":3: memory_gb: must be finite"),
     ],
 )
-async def test_whatif_load_shows_what_used_to_crash(tmp_path, content, words, whatif):
+async def test_whatif_load_shows_what_used_to_crash(tmp_path: Path, content: bytes, words: str) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_bytes(content)
-    app, pilot, _pane = whatif
-    await pilot.press("l")
-    screen = app.screen
-    assert isinstance(screen, PlanFileScreen)
-    screen.query_one("#path", Input).value = str(bad)
-    await pilot.press("enter")
-    await pilot.pause()
-    assert app.is_running and app.screen is screen
-    assert str(screen.query_one("#message", Static).render()).startswith(f"{bad}{words}")
-
-
-async def test_a_bad_discovery_key_still_fills_the_whatif_catalog(private_home):
-    catalog = private_home / ".config" / "sparktop" / "catalog.toml"
-    catalog.parent.mkdir(parents=True)
-    catalog.write_text("[discovery]\nollama_models = 5\n", encoding="utf-8")
-    app = make_app(warmup=3)
+    app = DialogHost()
     async with app.run_test(size=SIZE) as pilot:
-        await show_whatif(app, pilot)
-        pane = app.query_one(WhatIfPane)
-        options = pane.query_one("#whatif-catalog", OptionList)
-        assert pane.catalog is not None and options.option_count > 10
-        assert any("discovery.ollama_models: must be a string" in text for _w, _t, text in app.messages)
-
-
-REFUSED_NUMBERS = [
-    ("#field-memory_gb", "inf", "must be finite"),  # int(inf) in the What-if bar ended the app
-    ("#field-memory_gb", "1e400", "must be finite"),
-    ("#field-context", "-4", "must be at least 1"),  # was "expected an integer"
-    ("#field-parallel", "nan", "expected an integer"),
-]
-
-
-async def test_whatif_editor_refuses_non_finite_numbers(whatif):
-    """Each bad number typed into one editor of one plan item, then the field put back (the reason goes, so
-    the next one is not read from a stale line); escape closes it unsaved. (It opened a fresh editor for each,
-    ~0.5 s of CPU an editor.)"""
-    app, pilot, pane = whatif
-    pane.add("llama3.1:8b")
-    await pilot.pause()
-    screen = await edit_selected(app, pilot, pane)
-    error = screen.query_one("#error", Static)
-    for field_id, typed, words in REFUSED_NUMBERS:
-        field = screen.query_one(field_id, Input)
-        field.focus()
-        before = field.value
-        field.value = ""
-        await pilot.press(*typed, "enter")
+        screen = PlanFileScreen("load", Plan(Catalog()), tmp_path / "plan.toml")
+        await app.push_screen(screen)
+        screen.query_one("#path", Input).value = str(bad)
+        await pilot.press("enter")
         await pilot.pause()
-        assert app.is_running and app.screen is screen, (field_id, typed)  # still open, with the reason
-        assert words in str(error.render()), (field_id, typed, str(error.render()))
-        field.value = before
-        await pilot.pause()
-        assert str(error.render()) == "", (field_id, str(error.render()))
-    await pilot.press("escape")
-    await pilot.pause()
-    assert app.screen is not screen
-    assert pane.plan is not None and pane.plan.items[0].overrides == {}  # nothing refused was kept
+        assert app.is_running and app.screen is screen
+        assert str(screen.query_one("#message", Static).render()).startswith(f"{bad}{words}")
