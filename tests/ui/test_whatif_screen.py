@@ -45,9 +45,9 @@ async def test_esc_lets_go_of_the_find_box(whatif) -> None:
     await pilot.press("slash", "escape")  # empty: Esc leaves it all the same
     await pilot.pause()
     assert app.focused is pane.query_one("#whatif-catalog", OptionList)
-    await pilot.press("2")  # the keys work again: number keys change tabs
+    await pilot.press("b")  # the keys work again (not typed into the box): b goes to the clean baseline
     await pilot.pause()
-    assert app.query_one("TabbedContent").active == "containers"
+    assert pane.baseline_mode == "clean" and box.value == ""
 
 
 async def test_verdict_words_are_never_glued_to_their_reason(whatif) -> None:
@@ -65,9 +65,8 @@ async def test_verdict_words_are_never_glued_to_their_reason(whatif) -> None:
 
 
 async def test_the_footer_holds_the_whatif_keys_at_100_columns(whatif) -> None:
+    """The footer's entries, written as it writes them, fit 100 columns (counted: no resize needed)."""
     app, pilot, _pane = whatif
-    await pilot.resize_terminal(100, 30)
-    await pilot.pause()
     shown = {k: a.binding for k, a in app.screen.active_bindings.items() if a.binding.show}
     assert "o" not in shown and "slash" not in shown  # the tables' keys are off this tab
     # As the footer writes them: one entry per binding, its keys' display and description.
@@ -83,7 +82,7 @@ async def test_the_footer_holds_the_whatif_keys_at_100_columns(whatif) -> None:
 async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
     """Its catalog, lists and bar were a fifth of the dashboard's start for a tab many sessions never open:
     the start builds none of it; `w` builds it once, on the latest sample, and the ticks keep it current."""
-    app = make_app(warmup=5)
+    app = make_app(warmup=1)  # a live baseline needs one sample
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         assert not app.query(WhatIfPane)
