@@ -98,7 +98,7 @@ async def test_every_view_names_the_same_lines(
 
     # the dashboard: its budget bar (and the status and banner that read the same session)
     app = SparktopApp(source, config, auto_refresh=False, warmup=1, user_theme_dir=tmp_path / "no-themes")
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(120, 36)) as pilot:  # the bar's longest title fits
         await pilot.pause()
         assert (app.session.safe_bytes, app.session.max_bytes) == (int(safe), int(aggressive))
         title = str(app.query_one(BudgetBar).render_line(0).text)
@@ -127,7 +127,7 @@ async def test_every_view_names_the_same_lines(
         # a dashboard on that exporter (`--exporter`, each `sparktop web` session) with no lines of its own
         remote = SparktopApp(ExporterSource(server.url.removeprefix("http://")), Config(), auto_refresh=False,
                              warmup=1, user_theme_dir=tmp_path / "no-themes")  # fmt: skip
-        async with remote.run_test(size=(160, 48)) as pilot:
+        async with remote.run_test(size=(80, 24)) as pilot:  # its session's lines: no frame is read
             await pilot.pause()
             assert (remote.session.safe_bytes, remote.session.max_bytes) == (int(safe), int(aggressive))
     finally:

@@ -19,7 +19,7 @@ async def test_plan_dialogs_and_history_key_touch_no_file_in_a_read_only_browser
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files_allowed: bool
 ) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    app = make_app(warmup=5, read_only=True, files_allowed=files_allowed)
+    app = make_app(warmup=1, read_only=True, files_allowed=files_allowed)  # B writes what there is
     warnings: list[str] = []
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("B")
