@@ -148,7 +148,7 @@ async def test_keys_do_nothing_behind_the_too_small_message(tmp_path: Path) -> N
         assert tabs.active == "dashboard" and not app.paused
         assert app.stops.reports == [] and not isinstance(app.screen, ConfirmScreen)
         assert not (tmp_path / "actions.log").exists()
-        await pilot.resize_terminal(120, 36)
+        await pilot.resize_terminal(60, 18)  # the smallest the dashboard is drawn in
         await pilot.pause()
         assert not app.has_class("-too-small")
         await pilot.press("2")

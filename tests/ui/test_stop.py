@@ -613,15 +613,14 @@ def test_permission_denied_is_reported_not_raised(tmp_path: Path) -> None:
         child.wait()
 
 
-async def test_toasts_never_cover_the_stop_dialog_on_a_small_terminal() -> None:
+async def test_toasts_never_cover_the_stop_dialog_on_a_small_terminal(tmp_path: Path) -> None:
     """At 60x18 the dialog takes the whole screen and toasts (a theme change, a stop elsewhere) covered its
-    text and its buttons: on a confirmation they wait; they show again once it is closed."""
-    from tests.ui.demo_app import make_app
-
-    app = make_app(warmup=3)  # nothing here reads the history
+    text and its buttons: on a confirmation they wait; they show again once it is closed. (The dialog's own
+    rule, ConfirmScreen's: the small host app shows it as the dashboard does.)"""
+    app = demo_host(tmp_path)
     async with app.run_test(size=(60, 18), notifications=True) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
+        app.sample()
+        app.row = app.container(WHISPER)
         await pilot.press("s")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
