@@ -25,10 +25,10 @@ from sparktop.ui.whatif import WhatIfPane, baseline_head
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.snapshots import snapshot, spark_gpu
-from tests.ui.demo_app import edit_selected, make_app, open_whatif, screen_text, shared_whatif
+from tests.ui.demo_app import edit_selected, make_app, screen_text, shared_whatif
 
-# A private home (tests/conftest.py) for the tests with an app of their own; the others share one What-if tab
-# (`whatif`: reset for each test) in the module's event loop.
+# The tests share one What-if tab (`whatif`: reset for each test) in the module's event loop; each has a
+# private home of its own (tests/conftest.py) for what it runs besides (`sparktop plan`).
 pytestmark = [pytest.mark.usefixtures("private_home"), pytest.mark.asyncio(loop_scope="module")]
 
 USER_CATALOG = '[[workload]]\nname = "my-tts"\nkind = "speech"\nmemory_gb = 12\n'
@@ -97,32 +97,25 @@ async def test_drag_from_catalog_into_plan_updates_bar_and_verdicts(whatif) -> N
     assert "llama3.1:70b" in verdict_text(pane)
 
 
-async def test_drag_out_of_plan_removes_and_click_does_not(whatif) -> None:
-    _app, pilot, pane = whatif
-    pane.add("qwen3:8b")
-    pane.add("f5-tts")
-    await pilot.pause()
-    plan_list = pane.query_one("#whatif-plan", OptionList)
-    await pilot.click(plan_list, offset=row_offset(plan_list, 0))  # a click only highlights
-    assert planned_names(pane) == ["qwen3:8b", "f5-tts"]
-    assert plan_list.highlighted == 0
-
-    await drag(pilot, plan_list, 0, "#whatif-catalog", (4, 3))
-
-    assert planned_names(pane) == ["f5-tts"]
-    bar = pane.query_one("#whatif-bar", BudgetBar)
-    assert [s.label for s in bar.segments if s.key.startswith("plan:")] == ["+f5-tts"]
-
-
-async def test_drag_within_plan_moves_item(whatif) -> None:
+async def test_in_the_plan_a_click_highlights_a_drag_within_moves_and_a_drag_out_removes(whatif) -> None:
+    """The plan's three mouse gestures on one plan (they were two tests, a reset and a plan each)."""
     _app, pilot, pane = whatif
     for name in ("qwen3:8b", "f5-tts", "xtts-v2"):
         pane.add(name)
     await pilot.pause()
     plan_list = pane.query_one("#whatif-plan", OptionList)
+    await pilot.click(plan_list, offset=row_offset(plan_list, 0))  # a click only highlights
+    assert planned_names(pane) == ["qwen3:8b", "f5-tts", "xtts-v2"], "a click only highlights"
+    assert plan_list.highlighted == 0
+
     x, y = row_offset(plan_list, 0)
     await drag(pilot, plan_list, 2, "#whatif-plan", (x, y))
-    assert planned_names(pane) == ["xtts-v2", "qwen3:8b", "f5-tts"]
+    assert planned_names(pane) == ["xtts-v2", "qwen3:8b", "f5-tts"], "a drag within the plan moves"
+
+    await drag(pilot, plan_list, 0, "#whatif-catalog", (4, 3))
+    assert planned_names(pane) == ["qwen3:8b", "f5-tts"], "a drag out of the plan removes"
+    bar = pane.query_one("#whatif-bar", BudgetBar)
+    assert [s.label for s in bar.segments if s.key.startswith("plan:")] == ["+qwen3:8b", "+f5-tts"]
 
 
 async def test_keyboard_add_and_delete(whatif) -> None:
@@ -230,38 +223,43 @@ async def test_edit_rejects_bad_values_and_escape_cancels(whatif) -> None:
     assert pane.plan.resolve(uid).values["parallel"] == 1
 
 
-async def test_baseline_toggle_and_follows_the_app_samples() -> None:
-    async with open_whatif() as (app, pilot, pane):
-        pane.add("qwen3:8b")
-        await pilot.pause()
-        live = pane.evaluation
-        assert live is not None and live.baseline.source == "live"
-        assert "already counted" in str(pane.query_one("#whatif-hint", Static).render())
-        bar = pane.query_one("#whatif-bar", BudgetBar)
-        assert any(s.key.startswith("container:") for s in bar.segments)
+async def test_baseline_toggle_and_follows_the_samples(whatif) -> None:
+    """b: live → this machine empty → an empty DGX Spark → live; the live baseline follows each new sample
+    (the pane's refresh_baseline, fed here the demo's next samples as the dashboard's tick feeds it: that the
+    tick does is test_whatif_screen's test_the_whatif_pane_is_built_the_first_time_its_tab_opens)."""
+    app, pilot, pane = whatif
+    pane.add("qwen3:8b")
+    await pilot.pause()
+    live = pane.evaluation
+    assert live is not None and live.baseline.source == "live"
+    assert "already counted" in str(pane.query_one("#whatif-hint", Static).render())
+    bar = pane.query_one("#whatif-bar", BudgetBar)
+    assert any(s.key.startswith("container:") for s in bar.segments)
 
-        await pilot.press("b")
-        clean = pane.evaluation
-        assert clean is not None and clean.baseline.source == "clean"
-        assert clean.total.mid < live.total.mid
-        assert [s.key for s in bar.segments if not s.key.startswith("plan:")] == ["host-other", "free"]
-        host = app.session.latest.hostname if app.session.latest else None
-        assert f"clean {host}" in str(pane.query_one("#whatif-head", Static).render())  # this machine, empty
+    await pilot.press("b")
+    clean = pane.evaluation
+    assert clean is not None and clean.baseline.source == "clean"
+    assert clean.total.mid < live.total.mid
+    assert [s.key for s in bar.segments if not s.key.startswith("plan:")] == ["host-other", "free"]
+    host = app.session.latest.hostname if app.session.latest else None
+    assert f"clean {host}" in str(pane.query_one("#whatif-head", Static).render())  # this machine, empty
 
-        await pilot.press("b")  # then an empty DGX Spark (`plan --machine spark`)
-        assert "clean DGX Spark" in str(pane.query_one("#whatif-head", Static).render())
-        await pilot.press("b")
-        assert pane.evaluation is not None and pane.evaluation.baseline.source == "live"
-        # Each new sample the dashboard takes moves the live baseline.
-        for _ in range(3):
-            await app.refresh_once()
-            assert app.session.latest is not None and pane.evaluation is not None
-            assert pane.evaluation.baseline.used.mid == float(app.session.latest.memory.used)
-            assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
-        # The dashboard's own bar shows what is, never the plan.
-        dashboard_bar = app.query_one("#bar", BudgetBar)
-        assert dashboard_bar.planned_bytes == 0
-        assert not any(s.key.startswith("plan:") for s in dashboard_bar.segments)
+    await pilot.press("b")  # then an empty DGX Spark (`plan --machine spark`)
+    assert "clean DGX Spark" in str(pane.query_one("#whatif-head", Static).render())
+    await pilot.press("b")
+    assert pane.evaluation is not None and pane.evaluation.baseline.source == "live"
+    # Each new sample moves the live baseline: the shared app's own session is left as it is.
+    run = demo_session("default", 5)
+    for _ in range(3):
+        snap = run.sample()
+        pane.refresh_baseline(snap)
+        assert pane.evaluation is not None
+        assert pane.evaluation.baseline.used.mid == float(snap.memory.used)
+        assert bar.planned_bytes == int(pane.evaluation.items[0].total.mid)
+    # The dashboard's own bar shows what is, never the plan.
+    dashboard_bar = app.query_one("#bar", BudgetBar)
+    assert dashboard_bar.planned_bytes == 0
+    assert not any(s.key.startswith("plan:") for s in dashboard_bar.segments)
 
 
 async def test_user_catalog_entry_arrives_through_the_worker(whatif) -> None:
