@@ -1,9 +1,11 @@
-"""Text that other users control, shown and acted on in the real dashboard (issue 13 items 1 and 2).
+"""Text that other users control, shown and acted on (issue 13 items 1 and 2).
 
 A real child process (tests/fixtures/hostile.py) renames itself to `[/b]evil` (prctl PR_SET_NAME, as any
 user can) and carries an argv that would rename the admin's terminal window and turn it red if written raw.
 The dashboard must show both as plain text with the control characters made visible, and stopping it with
-`s` / `k y` must leave the app running.
+`s` / `k y` must leave the app running. A table's text is checked through the functions the table draws
+with (sparktop/session/rows.py), the stop keys and their dialogs on the stop flow's small host app
+(tests/ui/stop_host.py), and the dashboard itself where its own keys, size or toasts are the point.
 """
 
 from __future__ import annotations
@@ -14,55 +16,43 @@ from pathlib import Path
 from textual.app import ComposeResult
 from textual.widgets import Static, TabbedContent
 
+from sparktop.core.columns import PROCESS_COLUMN_SPECS
 from sparktop.core.safe_text import has_raw_controls
 from sparktop.core.snapshot import Snapshot, process_key
+from sparktop.session.rows import cell_text, process_rows
 from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.live import LiveSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
-from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.toasts import PlainToastApp
 from tests.fixtures.hostile import EVIL_NAME, HOSTILE_ARG_SHOWN, spawn_hostile
 from tests.fixtures.package_source import PACKAGE, package_files, parsed
 from tests.fixtures.sources import NoDocker, NoGpu
 from tests.ui.demo_app import screen_text
-
-
-def live_app(tmp_path: Path) -> SparktopApp:
-    app = SparktopApp(
-        LiveSource(nvml=NoGpu(), docker=NoDocker()),
-        Config(),
-        auto_refresh=False,
-        warmup=1,
-        user_theme_dir=tmp_path / "no-themes",
-    )
-    app.stops.log.path = tmp_path / "actions.log"
-    return app
-
-
-async def select_process(app: SparktopApp, pilot, pid: int) -> None:
-    await pilot.press("3")
-    await pilot.pause()
-    table = app.query_one(ProcessesTable)
-    assert app.session.latest is not None
-    proc = next(p for p in app.session.latest.processes if p.pid == pid)
-    table.move_cursor(row=table.get_row_index(process_key(proc)))
-    await pilot.pause()
-    assert app.dashboard.selected_process().pid == pid
+from tests.ui.stop_host import Host
 
 
 async def test_markup_and_escapes_in_a_process_are_plain_text_and_k_y_keeps_running(tmp_path: Path) -> None:
+    """The processes table's command cell (its row and cell functions, as the table draws it), then `s` and
+    `k y` on the stop flow's small host app (tests/ui/stop_host.py: the same dialogs and toasts as the
+    dashboard, over a live source)."""
     child = spawn_hostile(tmp_path)
     try:
-        app = live_app(tmp_path)
+        app = Host(LiveSource(nvml=NoGpu(), docker=NoDocker()), tmp_path / "actions.log")
         async with app.run_test(size=(160, 40), notifications=True) as pilot:
-            await select_process(app, pilot, child.pid)
-            proc = app.dashboard.selected_process()
+            snap = app.sample()
+            proc = next(p for p in snap.processes if p.pid == child.pid)
             assert proc.name == EVIL_NAME
             assert HOSTILE_ARG_SHOWN in proc.cmdline and not has_raw_controls(proc.cmdline)
-            table = app.query_one(ProcessesTable)
-            assert table.get_cell(process_key(proc), "command").plain == f"py c [/b]evil {HOSTILE_ARG_SHOWN}"
+            row = next(
+                r for r in process_rows(snap, app.session.process_rate_per_min) if r.key == process_key(proc)
+            )
+            units = Config().units
+            command = cell_text(PROCESS_COLUMN_SPECS["command"], row.values["command"], units, "",
+                                warn_rate=1e18, warn_color="red")  # fmt: skip
+            assert command.text == f"py c [/b]evil {HOSTILE_ARG_SHOWN}"
+            app.row = proc
             await pilot.press("s")  # not in a container: the hint names it
             await pilot.pause()
             assert app.stops.reports[-1].startswith(f"process {child.pid} ([/b]evil) is not in a container")
@@ -102,28 +92,23 @@ class HostileLabels(DemoSource):
 
 
 async def test_compose_project_named_as_markup_stops_and_reports(tmp_path: Path) -> None:
-    app = SparktopApp(
-        HostileLabels(scenario="default", seed=0),
-        Config(),
-        auto_refresh=False,
-        warmup=2,
-        user_theme_dir=tmp_path / "no-themes",
-    )
-    app.stops.log.path = tmp_path / "actions.log"
+    """S on a container of a project named `[/x]p` (its containers named with a screen-clearing escape): the
+    dialog and the report quote it as it is, nothing raw reaches the screen, the app keeps running. On the
+    stop flow's small host app (tests/ui/stop_host.py), which opens the same dialogs and toasts as the
+    dashboard; the dashboard's tables with such names are test_hostile_text_property's."""
+    app = Host(HostileLabels(scenario="default", seed=0), tmp_path / "actions.log")
     async with app.run_test(size=(160, 40), notifications=True) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        assert app.query_one(TabbedContent).active == "containers"
-        table = app.query_one("#containers-table", ContainersTable)
-        target = next(c for c in app.session.latest.containers if c.compose_project == "[/x]p")
-        table.move_cursor(row=table.get_row_index(f"container:{target.id}"))
+        app.sample()
+        assert app.latest is not None
+        app.row = next(c for c in app.latest.containers if c.compose_project == "[/x]p")
         await pilot.press("S")
         await pilot.pause()
-        assert "[/x]p" in screen_text(app)
+        dialog = screen_text(app)
+        assert "[/x]p" in dialog and not has_raw_controls(dialog), dialog
         await pilot.press("y")
         await app.workers.wait_for_complete()
         for _ in range(4):
-            await app.refresh_once()
+            app.sample()
         await pilot.pause()
         assert app.stops.reports[-1].startswith("stopped compose project [/x]p: 2 of 2 containers")
         shown = screen_text(app)

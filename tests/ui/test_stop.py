@@ -2,8 +2,8 @@
 
 Containers come from the deterministic demo source and its simulated controller (the training container
 ignores SIGTERM, so the timeout → kill path is reachable without a hung engine); signals go to real child
-processes of this test. A small host app stands in for the dashboard: it holds `latest`, feeds every
-snapshot to `observe`, and maps s / S / k / K to StopActions with the row a test selects.
+processes of this test. A small host app (stop_host.py) stands in for the dashboard: it holds `latest`,
+feeds every snapshot to `observe`, and maps s / S / k / K to StopActions with the row a test selects.
 """
 
 from __future__ import annotations
@@ -14,100 +14,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
-from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
-from textual.widgets import Static
 
 from sparktop.collect.control import REPLAY_REASON, ContainerController, ControlError, no_controller_reason
 from sparktop.collect.docker import DockerController
 from sparktop.core.format import fmt_bytes
-from sparktop.core.snapshot import ContainerInfo, ProcessInfo, Snapshot
-from sparktop.session.session import Session
+from sparktop.core.snapshot import ProcessInfo, Snapshot
 from sparktop.sources.demo import DemoController, DemoSource
 from sparktop.sources.live import LiveSource
 from sparktop.sources.recording import Recorder
 from sparktop.sources.replay import ReplaySource
-from sparktop.stopping.stop_book import StopBook
-from sparktop.stopping.stop_log import ActionLog
 from sparktop.ui.screens.confirm import ConfirmScreen
-from sparktop.ui.stop_keys import READ_ONLY, StopActions
+from sparktop.ui.stop_keys import READ_ONLY
 from tests.fixtures.recordings import demo_snapshots, write_recording
 from tests.fixtures.sources import NoDocker, NoGpu
+from tests.ui.stop_host import Host, dialog_text, log_lines, settle
 
 WHISPER = "audio-lab-whisper-1"
 TRAIN = "ssd-tetris-train-1"
-
-
-class Host(App[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("s", "stop"),
-        Binding("S", "stop_project"),
-        Binding("k", "terminate"),
-        Binding("K", "kill"),
-    ]
-
-    def __init__(self, source, log_path: Path, **kw) -> None:
-        super().__init__()
-        self.source = source
-        self.session = Session()
-        self.latest: Snapshot | None = None
-        self.row: ContainerInfo | ProcessInfo | None = None
-        self.changes = 0
-        self.remembered: list[tuple[str, str]] = []  # (title, line) kept for the messages screen (M)
-        book = StopBook(source, log=ActionLog(log_path), **kw)
-        self.stops = StopActions(self, book, on_change=self._changed)
-
-    def compose(self) -> ComposeResult:
-        yield Static("host")
-
-    def _changed(self) -> None:
-        self.changes += 1
-
-    def remember(self, message: str, title: str = "") -> None:
-        self.remembered.append((title, message))
-
-    def sample(self) -> Snapshot:
-        snapshot = self.session.ingest(self.source.sample())  # accounted, as the dashboard's are
-        self.latest = snapshot
-        self.stops.observe(snapshot)
-        return snapshot
-
-    def container(self, name: str) -> ContainerInfo:
-        assert self.latest is not None
-        return next(c for c in self.latest.containers if c.label == name)
-
-    def action_stop(self) -> None:
-        self.stops.stop(self.row)
-
-    def action_stop_project(self) -> None:
-        self.stops.stop_project(self.row)
-
-    def action_terminate(self) -> None:
-        self.stops.terminate(self.row)
-
-    def action_kill(self) -> None:
-        self.stops.kill(self.row)
-
-
-def dialog_text(app: App) -> str:
-    screen = app.screen
-    assert isinstance(screen, ConfirmScreen)
-    parts = [str(w.render()) for w in screen.query(Static)]
-    return "\n".join(parts)
-
-
-def log_lines(path: Path) -> list[list[str]]:
-    if not path.exists():
-        return []
-    return [line.split("\t") for line in path.read_text().splitlines()]
-
-
-async def settle(app: Host, pilot) -> None:
-    await app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def demo_host(tmp_path: Path, **kw) -> Host:
