@@ -56,6 +56,27 @@ def make_app(
     return app
 
 
+def warm_app(scenario: str = "default", warmup: int = WARMUP, theme: str | None = None) -> SparktopApp:
+    """make_app(scenario, warmup)'s dashboard (in `theme`) without taking its warm-up again: the demo and the
+    session it fed come from tests/fixtures/demo_session.py, simulated once per worker per (scenario, warm-up)
+    and copied (420 demo samples cost ~0.45 s of CPU an app). Its first frame and its next ticks are
+    make_app's (tests/ui/test_demo_session.py); for tests about what is drawn and how a tick repaints, not
+    about the warm-up itself (make_app's own)."""
+    from tests.fixtures.demo_session import demo_session
+
+    run = demo_session(scenario, warmup)
+    app = SparktopApp(
+        run.source,  # what the next tick samples: the demo, where the warm-up left it
+        Config(theme=theme) if theme else Config(),
+        clock=lambda: FIXED_NOW,
+        auto_refresh=False,
+        user_theme_dir=Path("/nonexistent/sparktop-themes"),
+    )
+    app.session = run.session  # dashboard_ready draws a session that holds a snapshot, as after a warm-up
+    app.animation_level = "none"
+    return app
+
+
 async def show_whatif(app: SparktopApp, pilot, wait: bool = True) -> WhatIfPane:
     """Press `w` like a user; with `wait`, return once the pane's catalog is in (wait_for_catalog)."""
     await pilot.press("w")
