@@ -17,9 +17,9 @@ from sparktop.ui.app import SparktopApp
 from tests.ui.demo_app import SEVEN_MINUTES, WARMUP, warm_app
 
 # Each tab is watched for five ticks after two that settle the switch (it cost 3 + 12 a tab): a widget
-# repainted on every tick shows in the first; five hold one of the chart's redraws (at most every
-# CHART_MIN_REDRAW_S = 5 s), and the hidden tabs' fifteen, two settling ticks apart, hold at least one 10 s
-# step of the creep watch's countdown.
+# repainted on every tick shows in the first; on the half-minute scenarios five hold one of the chart's
+# redraws (every CHART_MIN_REDRAW_S = 5 s there), and the hidden tabs' fifteen, two settling ticks apart, hold
+# at least one 10 s step of the creep watch's countdown.
 SETTLE = 2
 TICKS = 5
 
