@@ -19,6 +19,10 @@ from tests.ui.demo_app import footer_keys, make_app, status_text
 
 EVERY = 10.0
 N = 48  # 7:50 of recording: past the creep window, so creep alerts are there to compare
+# Wide enough for the status line's player part on one line, and the least height the dashboard draws at
+# (terminal_check.MIN_HEIGHT): these tests read the status line, the session and dialogs, not the panels,
+# and a tick or a seek draws a third less at 18 rows than at 36.
+SIZE = (160, 18)
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +30,11 @@ def snapshots() -> list[Snapshot]:
     return demo_snapshots(N, EVERY)
 
 
-@pytest.fixture
-def recording(tmp_path: Path, snapshots: list[Snapshot]) -> Path:
-    path = tmp_path / "run.jsonl.gz"
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory, snapshots: list[Snapshot]) -> Path:
+    """Written once for the module: the tests that play it only read it (those that change a file write their
+    own)."""
+    path = tmp_path_factory.mktemp("replay") / "run.jsonl.gz"
     write_recording(path, snapshots)
     return path
 
@@ -49,9 +55,11 @@ async def settle(app: SparktopApp, pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-async def test_speed_keys_play_that_many_snapshots_a_tick(recording: Path) -> None:
+async def test_speed_keys_play_that_many_snapshots_a_tick_and_read_no_checkpoints(recording: Path) -> None:
+    """The checkpoint pass (the whole file read again beside the playback) started with every replay: one
+    only played reads none until a seek asks for it."""
     app = make(recording)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await play_tick(app, pilot)
         assert "0:00 / 7:50 · 1× · recorded every 10 s" in status_text(app)
         await pilot.press("right_square_bracket", "right_square_bracket")
@@ -62,26 +70,18 @@ async def test_speed_keys_play_that_many_snapshots_a_tick(recording: Path) -> No
         await pilot.press("left_square_bracket")
         await play_tick(app, pilot)
         assert "1:10 / 7:50 · 2× ·" in status_text(app)
-
-
-async def test_a_replay_only_played_reads_no_checkpoints(recording: Path) -> None:
-    """The checkpoint pass (the whole file read again beside the playback) started with every replay."""
-    app = make(recording)
-    async with app.run_test(size=(160, 36)) as pilot:
-        await pilot.press("right_square_bracket")
-        for _ in range(3):
-            await play_tick(app, pilot)
-        assert app.playback is not None and not app.playback.index.started
+        assert app.playback is not None and not app.playback.index.started, "played only: checkpoints read"
         await pilot.press("comma")
         await settle(app, pilot)
-        assert app.playback.index.started
+        assert app.playback.index.started, "a seek back started no checkpoint pass"
+        assert "1:00 / 7:50" in status_text(app)
 
 
 async def test_seeking_on_and_back_shows_where_and_rebuilds_history_and_creep(
     recording: Path, snapshots: list[Snapshot]
 ) -> None:
     app = make(recording)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.press("right_curly_bracket")  # 10 min on: the end of a 7:50 recording
         await settle(app, pilot)
@@ -102,7 +102,7 @@ async def test_seeking_on_and_back_shows_where_and_rebuilds_history_and_creep(
 
 async def test_a_paused_replay_stays_put_and_seeks(recording: Path) -> None:
     app = make(recording)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.press("p", "full_stop", "right")  # paused, then 20 s on
         await settle(app, pilot)
@@ -119,7 +119,7 @@ async def test_a_paused_replay_stays_put_and_seeks(recording: Path) -> None:
 
 async def test_end_then_home_plays_again_from_the_start(recording: Path) -> None:
     app = make(recording)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.press("end")
         await settle(app, pilot)
@@ -135,20 +135,20 @@ async def test_end_then_home_plays_again_from_the_start(recording: Path) -> None
 
 async def test_speed_and_start_from_the_command_line(recording: Path) -> None:
     app = make(recording, replay_speed=30, replay_start=-60.0)  # --speed 30 --start=-1:00
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         assert "6:50 / 7:50 · 30× ·" in status_text(app)
 
 
 async def test_the_player_keys_are_a_replays_only(recording: Path) -> None:
     replay = make(recording)
-    async with replay.run_test(size=(160, 36)) as pilot:
+    async with replay.run_test(size=SIZE) as pilot:
         await replay.refresh_once()
         await pilot.pause()
         shown = footer_keys(replay)
         assert shown.get("right_square_bracket") == "Speed" and shown.get("right") == "Seek"
     live = make_app(warmup=3)
-    async with live.run_test(size=(160, 36)) as pilot:
+    async with live.run_test(size=SIZE) as pilot:
         for action, parameters in (("seek", (10,)), ("seek_to", ("end",)), ("replay_faster", ())):
             assert live.check_action(action, parameters) is False
         assert not {"Speed", "Seek"} & set(footer_keys(live).values())
@@ -164,7 +164,7 @@ async def test_a_recording_cut_short_on_disk_fails_a_seek_aloud(
     path = tmp_path / "run.jsonl"
     write_recording(path, snapshots[:12])
     app = make(path)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         for _ in range(3):
             await app.refresh_once()
         path.write_bytes(b"")  # the file was replaced by an empty one while it played
@@ -189,7 +189,7 @@ async def test_without_checkpoints_a_seek_still_works_and_says_why_it_is_slow(
     write_recording(path, snapshots[:12])
     app = make(path)
     path.unlink()  # gone after it was opened: the checkpoints' own reader cannot open it
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.press("greater_than_sign")
         await settle(app, pilot)
@@ -201,7 +201,7 @@ async def test_go_to_a_typed_time(recording: Path) -> None:
     from sparktop.ui.screens.goto_time import GotoTimeScreen
 
     app = make(recording)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.press("j")
         await pilot.pause()
@@ -233,7 +233,7 @@ async def test_a_time_that_is_not_a_number_is_played_past(
     assert value in lines[3]
     path.write_text("\n".join(lines) + "\n")
     app = make(path, replay_start=40.0)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await settle(app, pilot)
         await play_tick(app, pilot)
         await play_tick(app, pilot)
@@ -250,7 +250,7 @@ async def test_home_shows_the_start_for_a_whole_tick(tmp_path: Path, snapshots: 
     path = tmp_path / "run.jsonl"
     write_recording(path, demo_snapshots(30, 1.0))
     app = SparktopApp(ReplaySource(path), Config(interval=3.0), auto_refresh=True, clock=lambda: 0.0)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         for _ in range(400):  # until the first tick after the start lands: its moment is known
             await pilot.pause(0.025)
             if "0:01 / 0:29" in status_text(app):
