@@ -26,7 +26,7 @@ from tests.fixtures.sources import FakeDocker, NoDocker, NoGpu
 from tests.fixtures.trees import CgroupTree, ProcTree, meminfo_text, psi_text
 from tests.ui.demo_app import column_cells
 
-SIZE = (160, 40)
+SIZE = (160, 18)  # the least height the dashboard draws at: the tests read cells, segments and texts
 NO_THEMES = Path("/nonexistent/sparktop-themes")
 
 

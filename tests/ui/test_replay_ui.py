@@ -11,6 +11,12 @@ from sparktop.ui.app import SparktopApp
 from tests.fixtures.recordings import demo_snapshots, write_recording
 from tests.ui.demo_app import status_text
 
+# The least height the dashboard draws at (terminal_check.MIN_HEIGHT): these tests read the status line, the
+# session and the creep watch's text, and each tick draws a third less than at 36 rows. WIDE: the status line
+# with a problem in the file on one line.
+SIZE = (160, 18)
+WIDE = (200, 18)
+
 
 def make(path: Path) -> SparktopApp:
     return SparktopApp(ReplaySource(path), Config(), auto_refresh=False, clock=lambda: 0.0)
@@ -20,7 +26,7 @@ async def test_position_length_and_end_of_a_real_recording(tmp_path: Path) -> No
     path = tmp_path / "run.jsonl"
     write_recording(path, demo_snapshots(9, 0.5))
     app = make(path)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.pause()
         assert "0:00 / 0:04 · 1× · recorded every 0.5 s" in status_text(app)
@@ -43,7 +49,7 @@ async def test_a_cut_off_last_line_stays_on_screen(tmp_path: Path) -> None:
     text = path.read_text()
     path.write_text(text[: len(text) - 2000])  # the machine froze while the last line was written
     app = make(path)
-    async with app.run_test(size=(200, 36)) as pilot:
+    async with app.run_test(size=WIDE) as pilot:
         for _ in range(8):
             await app.refresh_once()
             await pilot.pause()
@@ -59,7 +65,7 @@ async def test_a_bad_line_in_the_middle_stays_visible_after_its_tick(tmp_path: P
     lines.insert(2, "not json\n")
     path.write_text("".join(lines))
     app = make(path)
-    async with app.run_test(size=(200, 36)) as pilot:
+    async with app.run_test(size=WIDE) as pilot:
         for _ in range(5):
             await app.refresh_once()
         await pilot.pause()
@@ -74,7 +80,7 @@ async def test_the_creep_watch_stops_counting_down_at_the_end(tmp_path: Path) ->
     path = tmp_path / "short.jsonl"
     write_recording(path, demo_snapshots(6, 1.0))
     app = make(path)
-    async with app.run_test(size=(160, 36)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await app.refresh_once()
         await pilot.pause()
         watch = app.query_one(CreepAlerts)
