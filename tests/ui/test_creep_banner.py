@@ -11,8 +11,8 @@ from sparktop.settings.config import Config
 from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
+from tests.fixtures.demo_session import demo_session
 from tests.ui.demo_app import SEVEN_MINUTES
-from tests.ui.demo_session import demo_session
 
 TOTAL = int(23.5 * GIB)
 START = 1_700_000_000.0
@@ -109,10 +109,10 @@ async def test_the_exhaustion_banner_and_the_creep_lines_name_the_same_time_on_s
 
 def test_no_creep_alert_when_nothing_grows():
     """The creep block over the session the dashboard holds after seven minutes of the audio scenario (past
-    the creep window), given what the dashboard gives it (no app: tests/ui/demo_session.py)."""
+    the creep window), given what the dashboard gives it (no app: tests/fixtures/demo_session.py)."""
     from sparktop.analysis.trend import collecting_s
 
-    session = demo_session("audio", warmup=SEVEN_MINUTES)
+    session = demo_session("audio", warmup=SEVEN_MINUTES).session
     assert session.creep == []  # nothing was judged creeping
     alerts = CreepAlerts()
     alerts.show_alerts(session.creep, "GiB", collecting_s(session.history, session.creep_window_s))
