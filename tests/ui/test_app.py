@@ -17,20 +17,21 @@ from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.snapshot_source import SnapshotSource, SourceExhausted
 from sparktop.ui.app import SparktopApp
-from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
-from sparktop.ui.screens.help import HelpScreen
+from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable, pressure_banner
 from sparktop.ui.widgets.budget_bar import BarState, BudgetBar
-from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.history_chart import HistoryChart
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
+from tests.fixtures.demo_session import demo_session
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
 from tests.ui.demo_app import SEVEN_MINUTES, make_app, reset_dashboard, shared_app
 from tests.ui.demo_session import default_palette
+from tests.ui.demo_session import demo_session as old_demo_session
+from tests.ui.frame import budget_bar, creep_block, pressure_panel
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")  # seven_minutes below: one app for the module
+pytestmark = pytest.mark.asyncio(loop_scope="module")  # `dashboard` below: one app for the module
 
 
 def rendered(widget) -> str:
@@ -41,21 +42,28 @@ def table_keys(table) -> list[str]:
     return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
 
 
-# One dashboard after seven minutes of the demo for the checks that only read its first frame.
-seven_minutes = shared_app(warmup=SEVEN_MINUTES)
+# One dashboard on the demo for the checks that drive it with keys (its structure does not change as it
+# ticks: the same containers and processes, ollama the largest). A test that ticks it, pauses it or changes
+# its interval leaves it running at 1 s; `dashboard` puts the rest back before each.
+demo = shared_app(warmup=3)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def dashboard(seven_minutes: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
-    """The shared dashboard for a test that opens a dialog, resizes or changes tab: put back first."""
-    await reset_dashboard(*seven_minutes)
-    return seven_minutes
+async def dashboard(demo: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
+    """The shared dashboard as it starts (reset_dashboard), not paused."""
+    app, pilot = demo
+    if app.paused:
+        app.action_toggle_pause()
+    await reset_dashboard(app, pilot)
+    return demo
 
 
-async def test_dashboard_shows_pool_state_and_segments(seven_minutes: tuple[SparktopApp, Pilot]):
-    app, _pilot = seven_minutes
-    bar = app.query_one(BudgetBar)
-    assert app.session.latest is not None
+async def test_dashboard_shows_pool_state_and_segments() -> None:  # async: the module runs in its event loop
+    """The budget bar over seven minutes of the demo, drawn by its own show() as the dashboard feeds it
+    (tests/ui/frame.py; the SVG snapshots check the dashboard's wiring)."""
+    session = demo_session(warmup=SEVEN_MINUTES).session
+    bar = budget_bar(session)
+    assert session.latest is not None
     # The default scenario sits between the lines: over 80 GB, under 100 GB.
     assert bar.state is BarState.BETWEEN
     text = rendered(bar)
@@ -64,21 +72,20 @@ async def test_dashboard_shows_pool_state_and_segments(seven_minutes: tuple[Spar
     assert "pool 121.7 GiB" in text
     keys = [s.key for s in bar.segments]
     assert keys[-1] == "free" and "unattributed" in keys
-    assert sum(s.nbytes for s in bar.segments) == app.session.latest.memory.total
+    assert sum(s.nbytes for s in bar.segments) == session.latest.memory.total
     # Every container has its own segment.
-    assert {f"container:{c.id}" for c in app.session.latest.containers} <= set(keys)
+    assert {f"container:{c.id}" for c in session.latest.containers} <= set(keys)
 
 
-async def test_creep_alert_names_the_training_run(seven_minutes: tuple[SparktopApp, Pilot]):
-    app, _pilot = seven_minutes  # past the creep window
-    alerts = app.query_one(CreepAlerts)
-    assert alerts.display
-    text = str(alerts.render())
-    assert "ssd-tetris-train-1" in text
-    assert "GiB/min" in text
-    assert "aggressive 100 GB in ~" in text
+async def test_creep_alert_names_the_training_run() -> None:  # async: the module runs in its event loop
+    session = demo_session(warmup=SEVEN_MINUTES).session  # past the creep window
+    text = creep_block(session)
+    assert text is not None, "the creep block is hidden"
+    assert "ssd-tetris-train-1" in text.plain
+    assert "GiB/min" in text.plain
+    assert "aggressive 100 GB in ~" in text.plain
     # Nothing else creeps: one-off steps and noise stay quiet.
-    assert [a.label for a in app.session.creep] == ["ssd-tetris-train-1"]
+    assert [a.label for a in session.creep] == ["ssd-tetris-train-1"]
 
 
 async def test_critical_pressure_is_impossible_to_miss():
@@ -103,12 +110,10 @@ async def test_critical_pressure_is_impossible_to_miss():
         assert banner.display and banner.region.height >= 1
 
 
-async def test_ok_pressure_has_no_banner():
-    app = make_app("audio", warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        assert not app.query_one("#critical-banner").has_class("-show")
-        assert "OK" in rendered(app.query_one(PressurePanel))
+async def test_ok_pressure_has_no_banner() -> None:  # async: the module runs in its event loop
+    session = demo_session("audio", warmup=3).session
+    assert pressure_banner(session, "GiB") is None
+    assert "OK" in rendered(pressure_panel(session))
 
 
 async def test_sort_by_keys_and_header_click(dashboard: tuple[SparktopApp, Pilot]):
@@ -141,93 +146,94 @@ async def test_sort_by_keys_and_header_click(dashboard: tuple[SparktopApp, Pilot
     assert "▼" in str(table.columns["name"].label)  # type: ignore[index]
 
 
-async def test_filter_with_slash():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("slash")
-        box = app.query_one("#filter", Input)
-        assert box.has_focus
-        assert app.query_one(TabbedContent).active == "containers"
-        for ch in "audio":
-            await pilot.press(ch)
-        await pilot.press("enter")
-        containers = app.query_one(ContainersTable)
-        assert containers.row_count == 2
-        assert all("audio" in containers._rows[k].values["name"] for k in table_keys(containers))
-        processes = app.query_one(ProcessesTable)
-        assert 0 < processes.row_count < len(app.session.latest.processes)
-        assert "filter: 'audio'" in str(app.query_one(StatusLine).render())
-        # The filter holds across refreshes.
+async def test_filter_with_slash(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.press("slash")
+    box = app.query_one("#filter", Input)
+    assert box.has_focus
+    assert app.query_one(TabbedContent).active == "containers"
+    for ch in "audio":
+        await pilot.press(ch)
+    await pilot.press("enter")
+    containers = app.query_one(ContainersTable)
+    assert containers.row_count == 2
+    assert all("audio" in containers._rows[k].values["name"] for k in table_keys(containers))
+    processes = app.query_one(ProcessesTable)
+    assert 0 < processes.row_count < len(app.session.latest.processes)
+    assert "filter: 'audio'" in str(app.query_one(StatusLine).render())
+    # The filter holds across refreshes.
+    await app.refresh_once()
+    assert containers.row_count == 2
+    # Esc clears it.
+    await pilot.press("slash", "escape")
+    models = sum(len(r.models) for r in app.session.latest.services)  # a row each, under its server's
+    assert models == 1 and containers.row_count == len(app.session.latest.containers) + models
+
+
+async def test_selection_survives_refreshes_and_resort(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.press("3")
+    table = app.query_one(ProcessesTable)
+    assert table.has_focus
+    # gnome-shell: a host process in the middle of the table.
+    chosen = next(k for k in table_keys(table) if table._rows[k].values["name"] == "gnome-shell")
+    table.move_cursor(row=table_keys(table).index(chosen))
+    chosen_pid = app.dashboard.selected_process().pid
+    assert chosen_pid == 1039
+    for _ in range(5):
         await app.refresh_once()
-        assert containers.row_count == 2
-        # Esc clears it.
-        await pilot.press("slash", "escape")
-        models = sum(len(r.models) for r in app.session.latest.services)  # a row each, under its server's
-        assert models == 1 and containers.row_count == len(app.session.latest.containers) + models
+    await pilot.pause()
+    assert table.selected_key == chosen
+    assert app.dashboard.selected_process().pid == chosen_pid
+    await pilot.press("o")  # re-sort: the row moves, the cursor follows it
+    assert table.selected_key == chosen
 
 
-async def test_selection_survives_refreshes_and_resort():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("3")
-        table = app.query_one(ProcessesTable)
-        assert table.has_focus
-        # gnome-shell: a host process in the middle of the table.
-        chosen = next(k for k in table_keys(table) if table._rows[k].values["name"] == "gnome-shell")
-        while table.selected_key != chosen:
-            await pilot.press("down")
-        chosen_pid = app.dashboard.selected_process().pid
-        assert chosen_pid == 1039
-        for _ in range(5):
-            await app.refresh_once()
-            await pilot.pause()
-        assert table.selected_key == chosen
-        assert app.dashboard.selected_process().pid == chosen_pid
-        await pilot.press("o")  # re-sort: the row moves, the cursor follows it
-        assert table.selected_key == chosen
+async def test_tables_update_rows_in_place(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.press("2")
+    table = app.query_one(ContainersTable)
+    calls = {"add": 0, "clear": 0}
+    original_add, original_clear = table.add_row, table.clear
 
+    def add_row(*args, **kwargs):
+        calls["add"] += 1
+        return original_add(*args, **kwargs)
 
-async def test_tables_update_rows_in_place():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("2")
-        table = app.query_one(ContainersTable)
-        calls = {"add": 0, "clear": 0}
-        original_add, original_clear = table.add_row, table.clear
+    def clear(*args, **kwargs):
+        calls["clear"] += 1
+        return original_clear(*args, **kwargs)
 
-        def add_row(*args, **kwargs):
-            calls["add"] += 1
-            return original_add(*args, **kwargs)
-
-        def clear(*args, **kwargs):
-            calls["clear"] += 1
-            return original_clear(*args, **kwargs)
-
-        table.add_row, table.clear = add_row, clear  # type: ignore[method-assign]
+    table.add_row, table.clear = add_row, clear  # type: ignore[method-assign]
+    try:
         await app.refresh_once()
-        assert calls == {"add": 0, "clear": 0}
+    finally:
+        del table.add_row, table.clear  # the shared table's own methods again
+    assert calls == {"add": 0, "clear": 0}
 
 
-async def test_hidden_tables_make_their_rows_only_when_needed():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        table = app.query_one(ProcessesTable)
-        made = []
-        original = table._all_rows
+async def test_hidden_tables_make_their_rows_only_when_needed(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    table = app.query_one(ProcessesTable)
+    made = []
+    original = table._all_rows
 
-        def all_rows():
-            made.append(table._rows_pending is not None)
-            return original()
+    def all_rows():
+        made.append(table._rows_pending is not None)
+        return original()
 
-        table._all_rows = all_rows  # type: ignore[method-assign]
+    table._all_rows = all_rows  # type: ignore[method-assign]
+    try:
         for _ in range(3):
             await app.refresh_once()  # on the dashboard: no process rows made
         assert made == []
         latest_pids = {p.pid for p in app.session.latest.processes}
         await pilot.press("3")  # shown: made once, from the latest snapshot
-        assert made and made[0] is True
-        assert {table.item(k).pid for k in table_keys(table)} <= latest_pids
-        assert app.dashboard.selected_process() is not None
+    finally:
+        del table._all_rows  # the shared table's own method again
+    assert made and made[0] is True
+    assert {table.item(k).pid for k in table_keys(table)} <= latest_pids
+    assert app.dashboard.selected_process() is not None
 
 
 async def test_selected_container_lookup(dashboard: tuple[SparktopApp, Pilot]):
@@ -242,47 +248,47 @@ async def test_selected_container_lookup(dashboard: tuple[SparktopApp, Pilot]):
     assert app.dashboard.selected_container().name == "ssd-tetris-train-1"
 
 
-async def test_pause_freezes_the_views_but_not_the_history():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(120, 36)) as pilot:
-        bar = app.query_one(BudgetBar)
-        before = rendered(bar)
-        points = len(app.session.history)
-        await pilot.press("p")
-        assert app.paused
-        assert "PAUSED" in str(app.query_one(StatusLine).render())
-        for _ in range(5):  # a frozen view that drew again would do it on the first tick
-            await app.refresh_once()
-        assert rendered(bar) == before
-        assert len(app.session.history) == points + 5
-        await pilot.press("p")
-        assert not app.paused
-        assert rendered(bar) != before
+async def test_pause_freezes_the_views_but_not_the_history(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    bar = app.query_one(BudgetBar)
+    before = rendered(bar)
+    points = len(app.session.history)
+    await pilot.press("p")
+    assert app.paused
+    assert "PAUSED" in str(app.query_one(StatusLine).render())
+    for _ in range(5):  # a frozen view that drew again would do it on the first tick
+        await app.refresh_once()
+    assert rendered(bar) == before
+    assert len(app.session.history) == points + 5
+    await pilot.press("p")
+    assert not app.paused
+    assert rendered(bar) != before
 
 
-async def test_paused_the_header_says_when_the_frozen_data_is_from():
+async def test_paused_the_header_says_when_the_frozen_data_is_from(dashboard: tuple[SparktopApp, Pilot]):
     # The header clock kept ticking over frozen numbers (issue 23 item 11): paused, it names the time of
     # the data on screen and how old it has grown, and the clock runs again on resume.
-    app = make_app(warmup=3)
-    async with app.run_test(size=(160, 36)) as pilot:
-        assert app.session.latest is not None
-        frozen = time.strftime("%H:%M:%S", time.localtime(app.session.latest.timestamp))
-        await pilot.press("p")
-        for _ in range(7):
-            await app.refresh_once()
-        later = time.strftime("%H:%M:%S", time.localtime(app.session.latest.timestamp))
-        status = str(app.query_one(StatusLine).render())
-        assert f"PAUSED — data from {frozen}, 7 s ago" in status, status
-        assert later not in status  # no clock of a sample the views do not show
-        await pilot.press("p")
-        status = str(app.query_one(StatusLine).render())
-        assert later in status and "PAUSED" not in status and "ago" not in status
+    app, pilot = dashboard
+    await pilot.resize_terminal(160, 36)
+    assert app.session.latest is not None
+    frozen = time.strftime("%H:%M:%S", time.localtime(app.session.latest.timestamp))
+    await pilot.press("p")
+    for _ in range(7):
+        await app.refresh_once()
+    later = time.strftime("%H:%M:%S", time.localtime(app.session.latest.timestamp))
+    status = str(app.query_one(StatusLine).render())
+    assert f"PAUSED — data from {frozen}, 7 s ago" in status, status
+    assert later not in status  # no clock of a sample the views do not show
+    await pilot.press("p")
+    status = str(app.query_one(StatusLine).render())
+    assert later in status and "PAUSED" not in status and "ago" not in status
 
 
 async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
     # A ten-minute axis: past 300 s of history the axis steps from 5 to 10 minutes, 8.45 s a column at 120
     # columns, over CHART_MIN_REDRAW_S (5 s), so a redraw at the 5 s floor fails the check; 302 samples
-    # span 301 s (400 gave the same axis for 0.15 s more of CPU).
+    # span 301 s (400 gave the same axis for 0.15 s more of CPU). 20 ticks see two redraws: at the floor
+    # or every tick it would be three or twenty.
     app = make_app(warmup=302)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
@@ -292,13 +298,13 @@ async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
         per_column = chart.seconds_per_column(app.session.history.times())
         assert per_column > 1.0  # ten minutes over ~70 columns: several seconds a column
         redraws = []
-        for _ in range(30):
+        for _ in range(TICKS := 20):
             await app.refresh_once()
             if app.dashboard._chart_drawn_at != drawn_at:
                 redraws.append(app.dashboard._chart_drawn_at - drawn_at)
                 drawn_at = app.dashboard._chart_drawn_at
         assert redraws and all(gap >= per_column * 0.999 for gap in redraws)
-        assert len(redraws) <= 30 / per_column + 1
+        assert len(redraws) <= TICKS / per_column + 1
 
 
 async def test_interval_keys(dashboard: tuple[SparktopApp, Pilot]):
@@ -332,16 +338,8 @@ async def test_theme_switch_recolours_the_bar(dashboard: tuple[SparktopApp, Pilo
     assert app.theme == "sparktop-dark" and app.query_one(BudgetBar).segments[-1].color == dark_free
 
 
-async def test_help_screen(dashboard: tuple[SparktopApp, Pilot]):
-    app, pilot = dashboard
-    await pilot.press("question_mark")
-    assert isinstance(app.screen, HelpScreen)
-    await pilot.press("escape")
-    assert not isinstance(app.screen, HelpScreen)
-
-
-async def test_command_palette_lists_the_apps_actions(seven_minutes: tuple[SparktopApp, Pilot]):
-    app, _pilot = seven_minutes
+async def test_command_palette_lists_the_apps_actions(demo: tuple[SparktopApp, Pilot]):
+    app, _pilot = demo
     titles = {command.title for command in app.get_system_commands(app.screen)}
     assert {"Pause / resume", "Refresh faster", "Refresh slower", "Next sparktop theme", "Filter tables",
             "Help", "Show containers"} <= titles  # fmt: skip
@@ -397,18 +395,18 @@ async def test_fits_80x24_and_200x60(dashboard: tuple[SparktopApp, Pilot]):
     assert app.query_one("#summary").region.height > 5
 
 
-async def test_too_small_terminal_shows_a_message():
-    app = make_app(warmup=3)
-    async with app.run_test(size=(50, 14)) as pilot:
-        await pilot.pause()
-        assert app.has_class("-too-small")
-        message = app.query_one("#too-small")
-        assert message.display and "too small" in str(message.render())
-        await app.refresh_once()  # ticks go on without errors
-        await pilot.resize_terminal(100, 30)
-        await pilot.pause()
-        assert not app.has_class("-too-small")
-        assert app.query_one(BudgetBar).region.height > 0
+async def test_too_small_terminal_shows_a_message(dashboard: tuple[SparktopApp, Pilot]):
+    app, pilot = dashboard
+    await pilot.resize_terminal(50, 14)
+    await pilot.pause()
+    assert app.has_class("-too-small")
+    message = app.query_one("#too-small")
+    assert message.display and "too small" in str(message.render())
+    await app.refresh_once()  # ticks go on without errors
+    await pilot.resize_terminal(100, 30)
+    await pilot.pause()
+    assert not app.has_class("-too-small")
+    assert app.query_one(BudgetBar).region.height > 0
 
 
 class FlakySource(SnapshotSource):
@@ -570,19 +568,19 @@ async def test_no_gpu_is_explained_in_one_line():  # async: the module runs in i
     assert snapshot.accounting is not None  # computed when a source leaves it out
 
 
-async def test_units_gb_and_thresholds_from_config():
-    app = make_app(warmup=3, config=Config(units="GB", safe_gb=60, max_gb=90))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        text = rendered(app.query_one(BudgetBar))
-        assert "pool 130.7 GB" in text
-        assert "safe 60 GB" in text and "aggressive 90 GB" in text
-        assert "GiB" not in text
+async def test_units_gb_and_thresholds_from_config() -> None:  # async: the module runs in its event loop
+    session = old_demo_session(warmup=3, config=Config(units="GB", safe_gb=60, max_gb=90))
+    text = rendered(budget_bar(session, units="GB"))
+    assert "pool 130.7 GB" in text
+    assert "safe 60 GB" in text and "aggressive 90 GB" in text
+    assert "GiB" not in text
 
 
-async def test_bad_theme_name_is_reported_and_default_used():
+async def test_bad_theme_name_is_reported_and_default_used() -> (
+    None
+):  # async: the module runs in its event loop
+    """The theme is chosen as the app is made; the messages it keeps for the start are shown as toasts and
+    on `M` (tests/ui/test_settings_ui.py::test_startup_messages_outlive_their_toast)."""
     app = make_app(warmup=3, config=Config(theme="no-such-theme"))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        assert app.theme == "sparktop-dark"
-        assert any("no-such-theme" in n.message for n in app._notifications)
+    assert app.theme == "sparktop-dark"
+    assert any("no-such-theme" in message for message in app._startup_messages)

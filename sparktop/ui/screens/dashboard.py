@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Protocol
 
 from textual.actions import SkipAction
 from textual.app import ComposeResult, SystemCommand
@@ -62,6 +62,32 @@ CHART_MIN_REDRAW_S = 5.0
 CHART_TOP_N = 4  # consumers drawn in the history chart
 _DIGITS = re.compile(r"\d+")
 STOP_ACTIONS = frozenset({"stop_container", "stop_project", "terminate", "kill"})
+
+
+class Banner(NamedTuple):
+    text: str
+    forecast: bool  # the freeze forecast's warning, not critical pressure
+
+
+def pressure_banner(session: Session, units: str) -> Banner | None:
+    """The line over every tab that no one may miss: critical memory pressure with its facts, or, short of
+    critical, the freeze forecast while there is still time to act (10 min, 2 min); None when neither."""
+    latest, assessment = session.latest, session.assessment
+    if latest is None:
+        return None
+    if session.level == PressureLevel.CRITICAL and assessment is not None:
+        available = fmt_size(latest.memory.available, units)
+        facts = [f"{available} available ({fmt_available_pct(assessment.available_pct)})"]
+        if assessment.full_avg10 is not None:
+            facts.append(f"PSI full {assessment.full_avg10:.0f} %")
+        return Banner(
+            f"■ CRITICAL MEMORY PRESSURE: {', '.join(facts)} — free memory now, before the machine freezes",
+            False,
+        )
+    forecast = session.forecast
+    if session.level != PressureLevel.CRITICAL and forecast is not None and forecast.warning:
+        return Banner(f"▲ {forecast.message()} — act before the machine freezes", True)
+    return None
 
 
 class ContainersTable(ConsumerTable[ContainerInfo | ModelPart]):
@@ -354,23 +380,11 @@ class DashboardScreen(Screen[None]):
     def _update_banner(self) -> None:
         session = self.host.session
         banner = self.query_one("#critical-banner", Static)
-        critical = session.level == PressureLevel.CRITICAL
-        if critical and session.latest is not None and session.assessment is not None:
-            available = fmt_size(session.latest.memory.available, self.host.config.units)
-            facts = [f"{available} available ({fmt_available_pct(session.assessment.available_pct)})"]
-            if session.assessment.full_avg10 is not None:
-                facts.append(f"PSI full {session.assessment.full_avg10:.0f} %")
-            banner.update(
-                f"■ CRITICAL MEMORY PRESSURE: {', '.join(facts)} — free memory now, before the machine "
-                "freezes"
-            )
-        # Short of critical, the freeze forecast warns while there is still time to act (10 min, 2 min).
-        forecast = session.forecast
-        warn = not critical and forecast is not None and forecast.warning and session.latest is not None
-        if warn and forecast is not None:
-            banner.update(Content(f"▲ {forecast.message()} — act before the machine freezes"))
-        banner.set_class(critical or warn, "-show")
-        banner.set_class(warn, "-forecast")
+        shown = pressure_banner(session, self.host.config.units)
+        if shown is not None:
+            banner.update(Content(shown.text))
+        banner.set_class(shown is not None, "-show")
+        banner.set_class(shown is not None and shown.forecast, "-forecast")
         if session.entered_critical():
             self.app.bell()
 

@@ -15,6 +15,29 @@ from sparktop.ui.widgets.redraw import off_screen
 SEVERE_ETA_S = 10 * 60
 
 
+def creep_text(
+    alerts: list[CreepAlert], units: str = "GiB", collecting_s: float | None = None
+) -> Text | None:
+    """What the block says: each alert, or while nothing alerts and the rule still needs `collecting_s` of
+    history, one quiet line that says so (so that silence is not read as "nothing creeps"); None: hidden."""
+    if alerts:
+        # Text, not markup: a process name may hold square brackets.
+        text = Text("⚠ creep")
+        for alert in alerts:
+            text.append("\n" + alert.message(units))
+        return text
+    if collecting_s is None:
+        return None
+    # Whole tens of seconds: the line changes (and repaints) every 10 s, not every tick.
+    left = fmt_duration(10 * math.ceil(collecting_s / 10))
+    return Text(f"creep watch: collecting data (~{left} to go; fast growth alerts at once)")
+
+
+def is_severe(alerts: list[CreepAlert]) -> bool:
+    """Drawn in $error: the pool is over the aggressive line, or will be within SEVERE_ETA_S."""
+    return any(a.eta_aggressive_s is not None and a.eta_aggressive_s <= SEVERE_ETA_S for a in alerts)
+
+
 class CreepAlerts(Static):
     """Call `show_alerts(alerts, units)` after each tick."""
 
@@ -53,21 +76,12 @@ class CreepAlerts(Static):
         """`collecting_s`: seconds of history the steady-growth rule still needs (None: it has enough); while
         nothing alerts, one quiet line says so, so that silence is not read as "nothing creeps"."""
         self.alerts = list(alerts)
-        if not alerts and collecting_s is None:
+        text = creep_text(alerts, units, collecting_s)
+        if text is None:
             self.display = False
             return
-        severe = any(a.eta_aggressive_s is not None and a.eta_aggressive_s <= SEVERE_ETA_S for a in alerts)
-        self.set_class(severe, "-severe")
+        self.set_class(is_severe(alerts), "-severe")
         self.set_class(not alerts, "-collecting")
-        if alerts:
-            # Text, not markup: a process name may hold square brackets.
-            text = Text("⚠ creep")
-            for alert in alerts:
-                text.append("\n" + alert.message(units))
-        else:
-            # Whole tens of seconds: the line changes (and repaints) every 10 s, not every tick.
-            left = fmt_duration(10 * math.ceil((collecting_s or 0) / 10))
-            text = Text(f"creep watch: collecting data (~{left} to go; fast growth alerts at once)")
         if self.display and off_screen(self):
             # Its tab is hidden: no repaint every tick for nobody; on_show draws the latest, laid out anew
             # (the block may have grown or shrunk meanwhile).
