@@ -9,8 +9,11 @@ from __future__ import annotations
 from rich.text import Text
 
 from sparktop.analysis.headroom import engine_headroom
-from sparktop.analysis.served import split_models
+from sparktop.analysis.served import ModelPart, served_split, split_models
 from sparktop.analysis.trend import collecting_s
+from sparktop.core.columns import ColumnSpec
+from sparktop.core.snapshot import ContainerInfo, ProcessInfo
+from sparktop.session.rows import Row, cell_text, container_rows, process_rows
 from sparktop.session.session import Session
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar
@@ -46,3 +49,24 @@ def pressure_panel(session: Session, units: str = "GiB", compact: bool = False) 
 def creep_block(session: Session, units: str = "GiB") -> Text | None:
     """What the creep block under the bar says (None: it is hidden)."""
     return creep_text(session.creep, units, collecting_s(session.history, session.creep_window_s))
+
+
+def table_rows(
+    session: Session,
+) -> tuple[list[Row[ContainerInfo | ModelPart]], list[Row[ProcessInfo | ModelPart]]]:
+    """The Containers and Processes tables' rows as the dashboard makes them (a model server's row split per
+    model as the bar splits it, each consumer's trend from the session), before the table draws them. A
+    cell's text: `table_cell(spec, row, key)`."""
+    snapshot = session.latest
+    assert snapshot is not None and snapshot.accounting is not None
+    served = served_split(snapshot, split_models(snapshot) or snapshot.accounting)
+    return (
+        container_rows(snapshot, session.rate_per_min, served),
+        process_rows(snapshot, session.process_rate_per_min, served),
+    )
+
+
+def table_cell(spec: ColumnSpec, row: Row, units: str = "GiB") -> str:
+    """The text a table draws in `spec`'s cell of `row` (the warning colour of a fast trend is no text)."""
+    value = row.values.get(spec.key)
+    return cell_text(spec, value, units, row.styles.get(spec.key, ""), warn_rate=0, warn_color="").text

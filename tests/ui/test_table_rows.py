@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.core.format import fmt_cell, fmt_rate_cell
 from sparktop.core.snapshot import GIB, DockerStatus, process_key
 from sparktop.settings.config import Config
@@ -19,23 +20,27 @@ from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.status_line import StatusLine
+from tests.fixtures.demo_session import demo_session
 from tests.fixtures.execing import wrapper_that_execs
 from tests.fixtures.sources import NoDocker, NoGpu
 from tests.ui.demo_app import SEVEN_MINUTES, column_cells, reset_dashboard, screen_text, shared_app
+from tests.ui.frame import table_cell, table_rows
 
 MIB = 1024**2
 
-# The checks that read a table (at a size, on a tab) share one dashboard after seven minutes of the demo (the
-# trend column filled), put back at 120x36 on its first tab before each; they run in the module's event loop
-# (`in_module_loop`).
+# The checks that read a table (at a size, on a tab) share one dashboard after a minute and a half of the
+# demo (every row's trend filled from 61 samples on: the columns as wide as after seven minutes), put back at
+# 80x24 (more rows than fit, and a frame half the cells of 120x36) on its first tab before each; they run in
+# the module's event loop (`in_module_loop`).
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
-seven_minutes = shared_app(warmup=SEVEN_MINUTES)
+SIZE = (80, 24)
+trends_filled = shared_app(warmup=90, size=SIZE)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def dashboard(seven_minutes: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
-    await reset_dashboard(*seven_minutes)
-    return seven_minutes
+async def dashboard(trends_filled: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
+    await reset_dashboard(*trends_filled, size=SIZE)
+    return trends_filled
 
 
 def units_of(cells: list[str]) -> set[str]:
@@ -52,33 +57,23 @@ def test_cell_helpers() -> None:
     assert fmt_rate_cell(0) == "0 MiB" and fmt_rate_cell(None) == "—"
 
 
-@in_module_loop
-async def test_each_cell_has_its_own_unit(dashboard: tuple[SparktopApp, Pilot]) -> None:
+def test_each_cell_has_its_own_unit() -> None:
     """A column took the unit of its largest row: beside one big row every small one read `0.00` (GiB), a
     50 MiB process as `0.05`. Each cell now names its unit, as btop writes them; no cell reads as zero that
-    holds memory."""
-    app, pilot = dashboard
-    await pilot.resize_terminal(160, 40)
-    for tab, table_type in (("2", ContainersTable), ("3", ProcessesTable)):
-        await pilot.press(tab)
-        await pilot.pause()
-        table = app.query_one(table_type)
-        for key in table.column_keys:
-            kind = table.specs[key].kind
-            if kind not in ("bytes", "rate"):
+    holds memory. (The cells' text as the tables draw it, over seven minutes of the demo: no app.)"""
+    containers, processes = table_rows(demo_session(warmup=SEVEN_MINUTES).session)
+    for rows, specs in ((containers, CONTAINER_COLUMN_SPECS), (processes, PROCESS_COLUMN_SPECS)):
+        for spec in specs.values():
+            if spec.kind not in ("bytes", "rate"):
                 continue
-            for row_key in (
-                table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)
-            ):
-                value = table._rows[row_key].values.get(key)
-                cell = table.get_cell(row_key, key).plain
+            for row in rows:
+                value, cell = row.values.get(spec.key), table_cell(spec, row)
                 if value is None:
-                    assert cell in ("—", "·"), (key, cell)
-                elif kind == "bytes":
-                    assert cell == fmt_cell(value), (key, value, cell)
-                    assert value == 0 or not cell.startswith("0 "), (key, value, cell)
-    processes = app.query_one(ProcessesTable)
-    cells = column_cells(processes, "rss")
+                    assert cell in ("—", "·"), (spec.key, cell)
+                elif spec.kind == "bytes":
+                    assert cell == fmt_cell(value), (spec.key, value, cell)
+                    assert value == 0 or not cell.startswith("0 "), (spec.key, value, cell)
+    cells = [table_cell(PROCESS_COLUMN_SPECS["rss"], row) for row in processes if not row.minor]
     assert any(c.endswith(" GiB") for c in cells) and any(c.endswith(" MiB") for c in cells)
     assert not any(c.startswith("0.0") for c in cells)
 
@@ -136,6 +131,7 @@ async def test_the_command_line_has_room_at_120_columns(dashboard: tuple[Sparkto
     unit in every cell again (issue 23: `0.00` beside a big row) and the sm column leave it 13: more than
     the 9 of old, and a start of the command to recognise."""
     app, pilot = dashboard  # the trend column is filled
+    await pilot.resize_terminal(120, 36)
     await pilot.press("3")
     await pilot.pause()
     table = app.query_one(ProcessesTable)
@@ -203,17 +199,14 @@ async def test_a_new_sort_shows_the_top_rows_with_the_cursor_on_the_first(
     table.focus()
     for _ in range(len(table.column_keys)):
         await pilot.press("o")
-        await pilot.pause()
         assert table.cursor_row == 0 and table.scroll_y == 0, table.sort_column
     await pilot.press("O")
-    await pilot.pause()
     assert table.cursor_row == 0 and table.scroll_y == 0
     # A row the user chose stays chosen through a sort, and in view.
     await pilot.press("G")
     chosen = table.selected_key
     for _ in range(3):
         await pilot.press("o")
-        await pilot.pause()
         assert table.selected_key == chosen
         assert table.scroll_y <= table.cursor_row < table.scroll_y + table.scrollable_content_region.height
 
@@ -278,9 +271,9 @@ async def test_an_empty_containers_tab_says_why(docker: DockerStatus, says: str,
 @in_module_loop
 async def test_a_filter_that_matches_nothing_says_so(dashboard: tuple[SparktopApp, Pilot]) -> None:
     app, pilot = dashboard  # the shared one: Esc takes the filter off again
-    await pilot.press("3")
-    await pilot.press("slash", *"zqx", "enter")  # each key filters the table again: a short word
-    await pilot.pause()
+    await pilot.press("3", "slash")
+    app.query_one("#filter", Input).value = "zqx"  # as typed: test_app's test_filter_with_slash types one
+    await pilot.press("enter")
     note = app.query_one("#processes-empty", Static)
     assert note.display and "no processes match the filter 'zqx'" in str(note.render())
     await pilot.press("escape")
@@ -289,33 +282,35 @@ async def test_a_filter_that_matches_nothing_says_so(dashboard: tuple[SparktopAp
 
 
 @in_module_loop
-@pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("tab", ["2", "3"], ids=["containers", "processes"])
 async def test_a_narrow_terminal_shows_whole_columns_with_the_total(
-    size: tuple[int, int], tab: str, dashboard: tuple[SparktopApp, Pilot]
+    tab: str, dashboard: tuple[SparktopApp, Pilot]
 ) -> None:
     """At 60x18 the Processes table was cut in its total column ("tot", "36"), and at 60 the Containers table
     showed names and no size (issue 32, Rough): the text columns give up width (with "…") and the columns
-    that still do not fit go whole, so every column shown fits and the memory columns stay."""
+    that still do not fit go whole, so every column shown fits and the memory columns stay. Each narrow size
+    in turn (60x18, 80x24), then a wide one."""
     app, pilot = dashboard
-    await pilot.resize_terminal(*size)
     await pilot.press(tab)
-    await pilot.pause()
-    table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
-    widths = sum(column.get_render_width(table) for column in table.columns.values())
-    assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (widths, table.size)
-    essentials = ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
-    assert all(key in table.column_keys for key in essentials), table.column_keys
-    screen = screen_text(app)
-    assert "total ▼" in screen, screen
-    totals = column_cells(table, "total")
-    assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), totals
-    # A name cut to its column says so with "…", and the whole name is still what the row holds.
-    names = column_cells(table, "name")
-    name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
-    assert all(len(n) <= 32 for n in names) and name_width >= 8
+    table_type = ContainersTable if tab == "2" else ProcessesTable
+    for size in ((60, 18), (80, 24)):  # narrower than the shared 80x24, then back to it
+        await pilot.resize_terminal(*size)
+        await pilot.pause()
+        table = app.query_one(table_type)
+        widths = sum(column.get_render_width(table) for column in table.columns.values())
+        assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (size, widths, table.size)
+        essentials = ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
+        assert all(key in table.column_keys for key in essentials), (size, table.column_keys)
+        screen = screen_text(app)
+        assert "total ▼" in screen, (size, screen)
+        totals = column_cells(table, "total")
+        assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), (size, totals)
+        # A name cut to its column says so with "…", and the whole name is still what the row holds.
+        names = column_cells(table, "name")
+        name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
+        assert all(len(n) <= 32 for n in names) and name_width >= 8, (size, names, name_width)
     # In a wide terminal every configured column is there again.
     await pilot.resize_terminal(200, 60)
     await pilot.pause()
-    table = app.query_one(ContainersTable if tab == "2" else ProcessesTable)
+    table = app.query_one(table_type)
     assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden]
