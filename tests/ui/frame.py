@@ -9,7 +9,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from sparktop.analysis.headroom import engine_headroom
-from sparktop.analysis.served import ModelPart, served_split, split_models
+from sparktop.analysis.served import ModelPart, model_rows, served_split, split_models
+from sparktop.analysis.slowdown import slowdown_lines
 from sparktop.analysis.trend import collecting_s
 from sparktop.core.columns import ColumnSpec
 from sparktop.core.snapshot import ContainerInfo, ProcessInfo
@@ -18,6 +19,7 @@ from sparktop.session.session import Session
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.creep_alerts import creep_text
+from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from tests.ui.demo_session import default_palette
 
@@ -70,3 +72,14 @@ def table_cell(spec: ColumnSpec, row: Row, units: str = "GiB") -> str:
     """The text a table draws in `spec`'s cell of `row` (the warning colour of a fast trend is no text)."""
     value = row.values.get(spec.key)
     return cell_text(spec, value, units, row.styles.get(spec.key, ""), warn_rate=0, warn_color="").text
+
+
+def models_panel(session: Session, units: str = "GiB") -> ModelsPanel:
+    """The Models tab's panel as the dashboard draws it: each served model, what each server reported and
+    the slowdowns measured now. Its text: `str(panel.render())` (80 columns: it is not laid out)."""
+    snapshot = session.latest
+    assert snapshot is not None
+    panel = ModelsPanel()
+    panel.show(*model_rows(snapshot), units, default_palette().warn, slowdowns=slowdown_lines(snapshot),
+               asking="servers" in snapshot.pending)  # fmt: skip
+    return panel

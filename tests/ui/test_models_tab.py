@@ -2,44 +2,31 @@
 
 from __future__ import annotations
 
-import pytest
-from textual.pilot import Pilot
-
 from sparktop.core.snapshot import ServedModel, ServiceReport
 from sparktop.sources.demo import DemoSource
-from sparktop.ui.app import SparktopApp
-from sparktop.ui.widgets.budget_bar import BudgetBar
-from sparktop.ui.widgets.models_panel import ModelsPanel
-from sparktop.ui.widgets.pressure_panel import PressurePanel
-from tests.ui.demo_app import make_app, reset_dashboard, shared_app, show_whatif
+from tests.fixtures.demo_session import demo_session
+from tests.ui.demo_app import make_app, show_whatif
+from tests.ui.frame import budget_bar, models_panel, pressure_panel
 
-# The checks that read the model servers' dashboard (at a size) share one; they run in the module's event loop
-# (`in_module_loop`).
-in_module_loop = pytest.mark.asyncio(loop_scope="module")
-servers = shared_app("servers", warmup=30)
+# What the Models tab says is read from its panel over the demo's session (tests/ui/frame.py), laid out at
+# the width it has in a 120-column terminal; the tests of its layout, its keys and its glyphs start an app.
+WIDTH = 118  # the Models panel's width in a 120-column terminal
 
 
-@in_module_loop
-async def test_models_tab_lists_every_served_model(servers: tuple[SparktopApp, Pilot]):
-    app, pilot = servers
-    await reset_dashboard(app, pilot)
-    await pilot.press("5")
-    await pilot.pause()
-    text = str(app.query_one(ModelsPanel).render())
+def test_models_tab_lists_every_served_model() -> None:
+    session = demo_session("servers", warmup=30).session
+    text = models_panel(session).text_at(WIDTH).plain
     for name in ("qwen3:32b", "gemma3:12b", "nomic-embed-text:latest", "Qwen/Qwen3-8B"):
         assert name in text
     assert "ollama 0.12.6" in text and "vllm 0.11.0" in text
     assert "vllm:kv_cache_usage_perc" in text  # which version gave what
-    bar = app.query_one(BudgetBar)
+    bar = budget_bar(session)
     assert any(s.label == "qwen3:32b (ollama)" for s in bar.segments)
-    assert sum(s.nbytes for s in bar.segments) == app.session.latest.memory.total
+    assert session.latest is not None and sum(s.nbytes for s in bar.segments) == session.latest.memory.total
 
 
-@in_module_loop
-async def test_cuda_free_shown_next_to_available(servers: tuple[SparktopApp, Pilot]):
-    app, pilot = servers
-    await reset_dashboard(app, pilot)
-    assert "CUDA free" in str(app.query_one(PressurePanel).render())
+def test_cuda_free_shown_next_to_available() -> None:
+    assert "CUDA free" in str(pressure_panel(demo_session("servers", warmup=30).session).render())
 
 
 class _Hostile(DemoSource):
@@ -57,16 +44,12 @@ class _Hostile(DemoSource):
         return snap
 
 
-async def test_server_text_is_not_markup():
-    app = make_app(warmup=3)
-    app.source = _Hostile("default")
-    async with app.run_test(size=(120, 36)) as pilot:
-        await app.refresh_once()
-        await pilot.press("5")
-        await pilot.pause()
-        text = app.query_one(ModelsPanel).render()
-        assert "[bold red]pwned[/]" in text.plain
-        assert "[link=x]HTTP 500[/link]" in text.plain
+def test_server_text_is_not_markup() -> None:
+    run = demo_session(warmup=3)
+    run.session.ingest(_Hostile("default").sample())  # the next tick comes from a server that answers so
+    text = models_panel(run.session).text_at(WIDTH)
+    assert "[bold red]pwned[/]" in text.plain
+    assert "[link=x]HTTP 500[/link]" in text.plain
 
 
 class _LiveLooking(DemoSource):
@@ -102,20 +85,16 @@ async def test_whatif_plans_with_the_measured_peak_and_m_switches_back():
         assert pane.evaluation.items[0].total.mid != 46.8 * GB
 
 
-async def test_demo_contention_shows_the_measured_slowdown_in_the_models_tab():
-    app = make_app("contention", warmup=60)  # a minute of vLLM alone; the training run starts now
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("5")
-        await pilot.pause()
-        assert "slower since" not in str(app.query_one(ModelsPanel).render())
-        for _ in range(25):
-            await app.refresh_once()
-        await pilot.pause()
-        text = str(app.query_one(ModelsPanel).render())
-        assert (
-            "Qwen/Qwen3-8B 2." in text
-            and "× slower since ssd-tetris-train-1 started (planner: 2.0–2.35×)" in text
-        )
+def test_demo_contention_shows_the_measured_slowdown_in_the_models_tab() -> None:
+    run = demo_session("contention", warmup=60)  # a minute of vLLM alone; the training run starts now
+    assert "slower since" not in models_panel(run.session).text_at(WIDTH).plain
+    for _ in range(25):
+        run.sample()
+    text = models_panel(run.session).text_at(WIDTH).plain
+    assert (
+        "Qwen/Qwen3-8B 2." in text
+        and "× slower since ssd-tetris-train-1 started (planner: 2.0–2.35×)" in text
+    )
 
 
 async def test_the_slowdown_marker_is_a_glyph_common_fonts_have() -> None:
@@ -147,20 +126,20 @@ async def test_the_slowdown_marker_is_a_glyph_common_fonts_have() -> None:
     assert not missing, missing
 
 
-@in_module_loop
-async def test_a_narrow_models_tab_drops_whole_columns(servers: tuple[SparktopApp, Pilot]) -> None:
+async def test_a_narrow_models_tab_drops_whole_columns() -> None:
     """At 80x24 the Models table ended in "run/w…" and a column of "…" (issue 32, Rough): where the width
     is short, whole columns go, rightmost first, and server, model, CPU and GPU stay."""
     from tests.ui.demo_app import screen_text
 
-    app, pilot = servers
-    for size in ((60, 18), (80, 24)):  # the tab lays its columns out at each width
-        await reset_dashboard(app, pilot, size)
+    app = make_app("servers", warmup=30)
+    async with app.run_test(size=(60, 18)) as pilot:
         await pilot.press("5")
-        await pilot.pause()
-        lines = screen_text(app).splitlines()
-        header = next(line for line in lines if line.startswith("server "))
-        assert header.split()[:4] == ["server", "model", "CPU", "GPU"], header
-        assert "…" not in header, header
-        rows = [line for line in lines if line.startswith(("ollama ", "vllm "))]
-        assert rows and not any(line.rstrip().endswith("…") for line in rows), rows
+        for size in ((60, 18), (80, 24)):  # the tab lays its columns out at each width
+            await pilot.resize_terminal(*size)
+            await pilot.pause()
+            lines = screen_text(app).splitlines()
+            header = next(line for line in lines if line.startswith("server "))
+            assert header.split()[:4] == ["server", "model", "CPU", "GPU"], (size, header)
+            assert "…" not in header, (size, header)
+            rows = [line for line in lines if line.startswith(("ollama ", "vllm "))]
+            assert rows and not any(line.rstrip().endswith("…") for line in rows), (size, rows)

@@ -122,6 +122,10 @@ class TextPanel(LineDiffWidget):
     def render(self) -> Text:
         return self._text(max(20, self.size.width or 40))
 
+    def text_at(self, width: int) -> Text:
+        """What the panel draws laid out `width` cells wide (`render()` is at the width it has now)."""
+        return self._text(max(20, width))
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Built for the width asked, not the last size (Widget caches heights by width alone).
         return len(self._text(max(20, width)).wrap(self.app.console, width)) if width else 0
