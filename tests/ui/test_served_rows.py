@@ -22,8 +22,9 @@ from tests.ui.demo_app import make_app, reset_dashboard, shared_app
 SIZE = (120, 36)
 GIB = 1024**3
 
-# The checks that read the servers' tables (a filter is put back after) share one dashboard; they run in the
-# module's event loop (`in_module_loop`). The ones that take samples keep an app of their own.
+# The checks on the servers' tables share one dashboard (the demo's servers and their models stay as it
+# ticks; reset_dashboard puts the filter, the sort and the tab back); they run in the module's event loop
+# (`in_module_loop`). The host-server check keeps an app on a source of its own.
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 servers = shared_app("servers", warmup=30, size=SIZE)
 
@@ -120,29 +121,27 @@ async def test_containers_tab_splits_each_server_into_its_models_as_the_bar_does
     )
 
 
-async def test_sorting_keeps_each_model_row_under_its_server():
-    app = make_app("servers", warmup=3)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        table = app.query_one(ContainersTable)
-        for column in table.column_keys:
-            for reverse in (False, True):
-                table.sort_by(column, reverse)
-                await pilot.pause()
-                found = groups(table)  # asserts each model row sits right under its server
-                assert sum(len(v) for v in found.values()) == 4, (column, reverse)
-                servers = [k for k in shown_keys(table) if table._rows[k].parent is None]
-                values = [whole(table, k, column) for k in servers]
-                present = [v for v in values if v is not None]
-                # The servers are in the column's order, each by what it holds with its models.
-                assert present == sorted(present, reverse=reverse), (column, reverse)
-        # Refreshes (sizes move every tick) keep them together too.
-        table.sort_by("gpu", True)
-        for _ in range(5):
-            await app.refresh_once()
-            await pilot.pause()
-            groups(table)
+@in_module_loop
+async def test_sorting_keeps_each_model_row_under_its_server(servers: tuple[SparktopApp, Pilot]):
+    app, pilot = servers  # the shared one: reset_dashboard sorts it by total again
+    await reset_dashboard(app, pilot, SIZE)
+    await pilot.press("2")
+    table = app.query_one(ContainersTable)
+    for column in table.column_keys:
+        for reverse in (False, True):
+            table.sort_by(column, reverse)  # sorts the rows there and then: what is read below
+            found = groups(table)  # asserts each model row sits right under its server
+            assert sum(len(v) for v in found.values()) == 4, (column, reverse)
+            servers = [k for k in shown_keys(table) if table._rows[k].parent is None]
+            values = [whole(table, k, column) for k in servers]
+            present = [v for v in values if v is not None]
+            # The servers are in the column's order, each by what it holds with its models.
+            assert present == sorted(present, reverse=reverse), (column, reverse)
+    # Refreshes (sizes move every tick) keep them together too.
+    table.sort_by("gpu", True)
+    for _ in range(5):
+        await app.refresh_once()
+        groups(table)
 
 
 @in_module_loop
@@ -156,35 +155,32 @@ async def test_filtering_by_a_model_name_shows_its_server_with_its_models(server
     assert names[0] == "ollama" and " └ gemma3:12b" in names and len(names) == 4
 
 
-async def test_stop_keys_on_a_model_row_act_on_nothing_and_say_why():
-    app = make_app("servers", warmup=3)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        table = app.query_one(ContainersTable)
-        keys = shown_keys(table)
-        model = next(k for k in keys if table._rows[k].values["name"] == " └ gemma3:12b")
-        table.move_cursor(row=keys.index(model))
-        await pilot.pause()
-        assert app.dashboard.selected_container() is None  # a model's row is no container
-        for key in ("s", "S", "k", "K"):
-            await pilot.press(key)
-            await pilot.pause()
-            assert not isinstance(app.screen, ConfirmScreen), key
-            assert app.stops.reports[-1] == (
-                "gemma3:12b is a model inside ollama: select the server's row to stop it "
-                "(`ollama stop gemma3:12b` unloads it alone)"
-            )
-        assert app.stops.pending == {}
-        for _ in range(3):
-            await app.refresh_once()
-        assert "ollama" in {c.name for c in app.session.latest.containers}
-        # On the server's row, `s` asks to stop the container itself.
-        table.move_cursor(row=shown_keys(table).index(table._rows[model].parent))
-        await pilot.pause()
-        await pilot.press("s")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
+@in_module_loop
+async def test_stop_keys_on_a_model_row_act_on_nothing_and_say_why(servers: tuple[SparktopApp, Pilot]):
+    app, pilot = servers  # the shared one: reset_dashboard closes the dialog the last check opens
+    await reset_dashboard(app, pilot, SIZE)
+    await pilot.press("2")
+    table = app.query_one(ContainersTable)
+    keys = shown_keys(table)
+    model = next(k for k in keys if table._rows[k].values["name"] == " └ gemma3:12b")
+    table.move_cursor(row=keys.index(model))
+    assert app.dashboard.selected_container() is None  # a model's row is no container
+    for key in ("s", "S", "k", "K"):
+        await pilot.press(key)  # waits until the app has handled it
+        assert not isinstance(app.screen, ConfirmScreen), key
+        assert app.stops.reports[-1] == (
+            "gemma3:12b is a model inside ollama: select the server's row to stop it "
+            "(`ollama stop gemma3:12b` unloads it alone)"
+        )
+    assert app.stops.pending == {}
+    for _ in range(3):
+        await app.refresh_once()
+    assert "ollama" in {c.name for c in app.session.latest.containers}
+    # On the server's row, `s` asks to stop the container itself.
+    table.move_cursor(row=shown_keys(table).index(table._rows[model].parent))
+    await pilot.press("s")
+    assert isinstance(app.screen, ConfirmScreen)
+    app.pop_screen()  # asked, not answered: nothing stopped
 
 
 # --- a server running on the host: its process row is split on the Processes tab ---------------------------
