@@ -3,9 +3,14 @@ keyboard navigation, a node's read-only detail, and the What-if planner on the c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import pytest
+import pytest_asyncio
+from textual.pilot import Pilot
+from textual.widget import Widget
 
 from sparktop.analysis.lines import LineChoice
 from sparktop.cluster.exporters import ExporterNodes, ExporterSource
@@ -24,9 +29,16 @@ from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.exporters import closed_port
 
+# The checks that drive the cluster view with keys share one (`cluster`) in the module's event loop.
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
-@pytest.fixture
-def two_nodes() -> Iterator[list[tuple[SamplingLoop, ExporterServer]]]:
+
+Nodes = list[tuple[SamplingLoop, ExporterServer]]
+
+
+@contextmanager
+def exporters() -> Iterator[Nodes]:
+    """Two exporters on this machine's loopback, each over a demo of its own, sampled once."""
     nodes = []
     for scenario, seed in (("default", 1), ("training", 2)):
         loop = SamplingLoop(DemoSource(scenario, seed=seed), 1.0, 80 * GB, 100 * GB)
@@ -41,52 +53,87 @@ def two_nodes() -> Iterator[list[tuple[SamplingLoop, ExporterServer]]]:
             server.shutdown()
 
 
+@pytest.fixture
+def two_nodes() -> Iterator[Nodes]:
+    with exporters() as nodes:
+        yield nodes
+
+
 def _address(server: ExporterServer) -> str:
     host, port = server.address
     return f"{host}:{port}"
 
 
-async def test_cards_detail_and_whatif_on_the_chosen_node(
-    two_nodes: list[tuple[SamplingLoop, ExporterServer]],
-) -> None:
-    addresses = [_address(server) for _, server in two_nodes]
-    app = ClusterApp(ExporterNodes(addresses, LineChoice(80 * GB, 100 * GB)), auto_refresh=False)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await app.refresh_once()
-        await pilot.pause()
-        cards = list(app.query(NodeCard))
-        assert [c.node.name for c in cards] == addresses
-        assert app.focused is cards[0]
-        await pilot.press("right")
-        assert app.focused is cards[1]
+@dataclass
+class Cluster:
+    app: ClusterApp
+    pilot: Pilot
+    nodes: Nodes
+    addresses: list[str]
+    focused_first: Widget | None  # what had the focus once the first data came
 
-        await pilot.press("enter")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, NodeDetailScreen) and screen.node_name == addresses[1]
-        second = two_nodes[1][0].latest
-        assert second is not None
-        head = str(screen.query_one("#detail-head").render())
-        assert addresses[1] in head and "read-only" in head
-        assert screen.query_one(BudgetBar).display
-        assert "ssd-tetris-train-1" in str(screen.query_one("#detail-body").render())
 
-        await pilot.press("w")
-        await pilot.pause()
-        assert isinstance(app.screen, NodeWhatIfScreen)
-        pane = app.screen.query_one(WhatIfPane)
-        baseline = pane.baseline()
-        assert baseline.source == "live"
-        assert baseline.used.mid == second.snapshot.memory.used  # the second node's, not the first's
-        first = two_nodes[0][0].latest
-        assert first is not None and first.snapshot.memory.used != second.snapshot.memory.used
-
-        for _ in range(3):  # the What-if pane's own Esc (its find box) may take the first one
-            if app.screen is app.screen_stack[0]:
-                break
-            await pilot.press("escape")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_cluster() -> AsyncIterator[Cluster]:
+    """One cluster view on two exporters for the module's checks that drive it with keys (each starts it
+    on its cards: `cluster` below)."""
+    with exporters() as nodes:
+        addresses = [_address(server) for _, server in nodes]
+        app = ClusterApp(ExporterNodes(addresses, LineChoice(80 * GB, 100 * GB)), auto_refresh=False)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await app.refresh_once()
             await pilot.pause()
-        assert app.screen is app.screen_stack[0]
+            yield Cluster(app, pilot, nodes, addresses, app.focused)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def cluster(shared_cluster: Cluster) -> Cluster:
+    """The shared cluster view back on its cards, the first one focused."""
+    app = shared_cluster.app
+    while len(app.screen_stack) > 1:
+        app.pop_screen()
+    app.query(NodeCard).first().focus()
+    await shared_cluster.pilot.pause()
+    return shared_cluster
+
+
+@in_module_loop
+async def test_cards_detail_and_whatif_on_the_chosen_node(cluster: Cluster) -> None:
+    app, pilot, two_nodes, addresses = cluster.app, cluster.pilot, cluster.nodes, cluster.addresses
+    cards = list(app.query(NodeCard))
+    assert [c.node.name for c in cards] == addresses
+    assert cluster.focused_first is cards[0]  # the first card has the focus from the start
+    assert app.focused is cards[0]
+    await pilot.press("right")
+    assert app.focused is cards[1]
+
+    await pilot.press("enter")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, NodeDetailScreen) and screen.node_name == addresses[1]
+    second = two_nodes[1][0].latest
+    assert second is not None
+    head = str(screen.query_one("#detail-head").render())
+    assert addresses[1] in head and "read-only" in head
+    assert screen.query_one(BudgetBar).display
+    assert "ssd-tetris-train-1" in str(screen.query_one("#detail-body").render())
+
+    await pilot.press("w")
+    await pilot.pause()
+    assert isinstance(app.screen, NodeWhatIfScreen)
+    pane = app.screen.query_one(WhatIfPane)
+    baseline = pane.baseline()
+    assert baseline.source == "live"
+    assert baseline.used.mid == second.snapshot.memory.used  # the second node's, not the first's
+    first = two_nodes[0][0].latest
+    assert first is not None and first.snapshot.memory.used != second.snapshot.memory.used
+
+    for _ in range(3):  # the What-if pane's own Esc (its find box) may take the first one
+        if app.screen is app.screen_stack[0]:
+            break
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.screen is app.screen_stack[0]
 
 
 async def test_whatif_refuses_a_down_node() -> None:
@@ -114,35 +161,30 @@ def test_exporter_source_acts_only_when_allowed_and_live(
     assert isinstance(allowed.controller(), DockerController)
 
 
-async def test_the_first_esc_closes_the_node_detail(
-    two_nodes: list[tuple[SamplingLoop, ExporterServer]],
-) -> None:
+@in_module_loop
+async def test_the_first_esc_closes_the_node_detail(cluster: Cluster) -> None:
     """Issue 23 item 5: Enter opened the detail twice (the card's key handler and the app's binding), so
     the first Esc closed only the copy on top."""
-    addresses = [_address(server) for _, server in two_nodes]
-    app = ClusterApp(ExporterNodes(addresses, LineChoice(80 * GB, 100 * GB)), auto_refresh=False)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await app.refresh_once()
+    app, pilot = cluster.app, cluster.pilot
+    for _ in range(2):  # and again: the way back leaves nothing behind
+        await pilot.press("enter")
         await pilot.pause()
-        for _ in range(2):  # and again: the way back leaves nothing behind
-            await pilot.press("enter")
-            await pilot.pause()
-            assert isinstance(app.screen, NodeDetailScreen) and len(app.screen_stack) == 2
-            await pilot.press("escape")
-            await pilot.pause()
-            assert app.screen is app.screen_stack[0] and len(app.screen_stack) == 1
-        await pilot.click(NodeCard)
-        await pilot.pause()
-        assert len(app.screen_stack) == 2
-        await pilot.press("w")  # the What-if over the detail: each Esc goes back one screen
-        await pilot.pause()
-        assert isinstance(app.screen, NodeWhatIfScreen)
+        assert isinstance(app.screen, NodeDetailScreen) and len(app.screen_stack) == 2
         await pilot.press("escape")
         await pilot.pause()
-        assert isinstance(app.screen, NodeDetailScreen)
-        await pilot.press("escape")
-        await pilot.pause()
-        assert len(app.screen_stack) == 1
+        assert app.screen is app.screen_stack[0] and len(app.screen_stack) == 1
+    await pilot.click(NodeCard)
+    await pilot.pause()
+    assert len(app.screen_stack) == 2
+    await pilot.press("w")  # the What-if over the detail: each Esc goes back one screen
+    await pilot.pause()
+    assert isinstance(app.screen, NodeWhatIfScreen)
+    await pilot.press("escape")
+    await pilot.pause()
+    assert isinstance(app.screen, NodeDetailScreen)
+    await pilot.press("escape")
+    await pilot.pause()
+    assert len(app.screen_stack) == 1
 
 
 async def test_the_dashboard_on_a_down_exporter_says_why_in_words() -> None:
