@@ -69,7 +69,7 @@ def test_help_has_the_whatif_keys() -> None:
 
 
 async def test_help_scrolls_by_keyboard_alone() -> None:
-    app = make_app(warmup=5)
+    app = make_app(warmup=0)  # the help is the same with or without data
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()
