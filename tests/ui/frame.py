@@ -19,6 +19,7 @@ from sparktop.session.session import Session
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.creep_alerts import creep_text
+from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from tests.ui.demo_session import default_palette
@@ -82,4 +83,13 @@ def models_panel(session: Session, units: str = "GiB") -> ModelsPanel:
     panel = ModelsPanel()
     panel.show(*model_rows(snapshot), units, default_palette().warn, slowdowns=slowdown_lines(snapshot),
                asking="servers" in snapshot.pending)  # fmt: skip
+    return panel
+
+
+def gpu_panel(session: Session, units: str = "GiB") -> GpuPanel:
+    """The GPU panel as the dashboard draws it. Its text at a width: `panel.text_at(width)`."""
+    snapshot = session.latest
+    assert snapshot is not None
+    panel = GpuPanel()
+    panel.show(snapshot.gpu, session.gpu_series, units, default_palette().spark, now=snapshot.timestamp)
     return panel

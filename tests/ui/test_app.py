@@ -26,7 +26,7 @@ from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
-from tests.ui.demo_app import SEVEN_MINUTES, make_app, reset_dashboard, shared_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app, make_app_on, reset_dashboard, shared_app
 from tests.ui.demo_session import default_palette
 from tests.ui.demo_session import demo_session as old_demo_session
 from tests.ui.frame import budget_bar, creep_block, pressure_panel
@@ -286,10 +286,10 @@ async def test_paused_the_header_says_when_the_frozen_data_is_from(dashboard: tu
 
 async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
     # A ten-minute axis: past 300 s of history the axis steps from 5 to 10 minutes, 8.45 s a column at 120
-    # columns, over CHART_MIN_REDRAW_S (5 s), so a redraw at the 5 s floor fails the check; 302 samples
-    # span 301 s (400 gave the same axis for 0.15 s more of CPU). 20 ticks see two redraws: at the floor
-    # or every tick it would be three or twenty.
-    app = make_app(warmup=302)
+    # columns, over CHART_MIN_REDRAW_S (5 s), so a redraw at the 5 s floor fails the check. Seven minutes of
+    # the demo, the worker's own (tests/fixtures/demo_session: the frame checks above read it too), not
+    # sampled again. 20 ticks see two redraws: at the floor or every tick it would be three or twenty.
+    app = make_app_on(demo_session(warmup=SEVEN_MINUTES))
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         chart = app.query_one(HistoryChart)
@@ -395,18 +395,20 @@ async def test_fits_80x24_and_200x60(dashboard: tuple[SparktopApp, Pilot]):
     assert app.query_one("#summary").region.height > 5
 
 
-async def test_too_small_terminal_shows_a_message(dashboard: tuple[SparktopApp, Pilot]):
-    app, pilot = dashboard
-    await pilot.resize_terminal(50, 14)
-    await pilot.pause()
-    assert app.has_class("-too-small")
-    message = app.query_one("#too-small")
-    assert message.display and "too small" in str(message.render())
-    await app.refresh_once()  # ticks go on without errors
-    await pilot.resize_terminal(100, 30)
-    await pilot.pause()
-    assert not app.has_class("-too-small")
-    assert app.query_one(BudgetBar).region.height > 0
+async def test_too_small_terminal_shows_a_message():
+    # An app of its own, started too small: on the shared one the resizes there and back (each restyling
+    # the whole app) cost twice an app's start.
+    app = make_app(warmup=3)
+    async with app.run_test(size=(50, 14)) as pilot:
+        await pilot.pause()
+        assert app.has_class("-too-small")
+        message = app.query_one("#too-small")
+        assert message.display and "too small" in str(message.render())
+        await app.refresh_once()  # ticks go on without errors
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        assert not app.has_class("-too-small")
+        assert app.query_one(BudgetBar).region.height > 0
 
 
 class FlakySource(SnapshotSource):
@@ -469,7 +471,7 @@ async def test_sampling_runs_off_the_event_loop():
     source = SlowSource()
     now = [100.0]
     app = SparktopApp(source, Config(interval=0.1), clock=lambda: now[0])
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:  # no check here reads a width
         # The first sample arrives through the worker.
         for _ in range(50):
             await pilot.pause(0.05)
@@ -497,7 +499,7 @@ async def test_sampling_runs_off_the_event_loop():
 async def test_on_first_frame_runs_once_when_data_is_on_screen():
     calls = []
     app = SparktopApp(DemoSource(), Config(), on_first_frame=lambda: calls.append(app.session.latest))
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:  # no check here reads a width
         for _ in range(40):
             await pilot.pause(0.05)
             if calls:
@@ -515,7 +517,7 @@ async def test_on_first_frame_runs_even_when_no_data_comes():
     calls = []
     app = SparktopApp(source, Config(), on_first_frame=lambda: calls.append(app.session.latest))
     app.first_frame_wait_s = 0.2
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:  # no check here reads a width
         for _ in range(100):  # the 0.2 s timer, however loaded the machine
             await pilot.pause(0.05)
             if calls:

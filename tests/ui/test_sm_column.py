@@ -11,9 +11,13 @@ from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.widgets.gpu_panel import GpuPanel
-from tests.ui.demo_app import make_app
+from tests.fixtures.demo_session import demo_session
+from tests.ui.frame import gpu_panel
 
 WHY = "not supported on this device (both per-process utilisation calls)"
+# The GPU panel's width in the dashboard's gauges column at 120x36 and at 160x40: its text is read there
+# without an app (tests/ui/frame.py); the table checks keep one.
+PANEL_AT_120, PANEL_AT_160 = 35, 80
 
 
 class Unmeasured(DemoSource):
@@ -78,16 +82,13 @@ async def test_sm_column_hidden_with_the_reason_then_shown() -> None:
         assert "not supported" not in str(app.query_one(GpuPanel).render())
 
 
-async def test_a_lasting_throttle_is_kept_in_the_messages() -> None:
-    source = DemoSource("default", seed=0)  # busy and hot: power cap and thermal slowdown from the start
-    app = SparktopApp(source, Config(), auto_refresh=False, warmup=int(LASTING_S) + 2, clock=lambda: 0.0)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause()
-        slowed = [text for _, title, text in app.messages if title == "GPU slowed"]
-        assert (
-            len(slowed) == 1 and "slowed under load: SM" in slowed[0] and "SW thermal slowdown" in slowed[0]
-        )
-        assert "slowed" in str(app.query_one(GpuPanel).render())
+def test_a_lasting_throttle_is_kept_in_the_messages() -> None:
+    # The default demo is busy and hot: power cap and thermal slowdown from the start. The session's
+    # messages are what `M` lists (with the app's own: tests/ui/test_settings_ui.py shows them there).
+    session = demo_session("default", warmup=int(LASTING_S) + 2).session
+    slowed = [message.text for message in session.messages if message.title == "GPU slowed"]
+    assert len(slowed) == 1 and "slowed under load: SM" in slowed[0] and "SW thermal slowdown" in slowed[0]
+    assert "slowed" in str(gpu_panel(session).text_at(PANEL_AT_160))
 
 
 def test_a_narrow_gpu_panel_cuts_no_clock_duration_or_reason() -> None:
@@ -100,12 +101,9 @@ def test_a_narrow_gpu_panel_cuts_no_clock_duration_or_reason() -> None:
     assert wide == ["SM 2.32 GHz of 2.42 for 72 s", "SW power cap, SW thermal slowdown"]
 
 
-async def test_the_contention_demo_shows_the_whole_throttle_at_120_columns() -> None:
+def test_the_contention_demo_shows_the_whole_throttle_at_120_columns() -> None:
     # At 120×36 the panel read `SM 2.32 GHz of 2.42 for 7…` / `SW power cap, SW thermal …`.
-    app = make_app("contention", warmup=150)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        panel = str(app.query_one(GpuPanel).render())
-        assert "…" not in panel, panel
-        # two lines of 25 cells: whole parts only, the rest said as a count (all of it is in M and --once)
-        assert "SM 2.32 GHz of 2.42" in panel and "SW power cap +1 more" in panel, panel
+    panel = str(gpu_panel(demo_session("contention", warmup=150).session).text_at(PANEL_AT_120))
+    assert "…" not in panel, panel
+    # two lines of 25 cells: whole parts only, the rest said as a count (all of it is in M and --once)
+    assert "SM 2.32 GHz of 2.42" in panel and "SW power cap +1 more" in panel, panel

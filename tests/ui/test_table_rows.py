@@ -4,6 +4,7 @@ containers) left out until `a` asks for them."""
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,24 +24,31 @@ from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.execing import wrapper_that_execs
 from tests.fixtures.sources import NoDocker, NoGpu
-from tests.ui.demo_app import SEVEN_MINUTES, column_cells, reset_dashboard, screen_text, shared_app
+from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app_on, reset_dashboard, screen_text
 from tests.ui.frame import table_cell, table_rows
 
 MIB = 1024**2
 
-# The checks that read a table (at a size, on a tab) share one dashboard after a minute and a half of the
-# demo (every row's trend filled from 61 samples on: the columns as wide as after seven minutes), put back at
-# 80x24 (more rows than fit, and a frame half the cells of 120x36) on its first tab before each; they run in
-# the module's event loop (`in_module_loop`).
+# The checks that read a table (at a size, on a tab) share one dashboard after seven minutes of the demo
+# (the trend column filled; the worker's own run, tests/fixtures/demo_session, not sampled again), put back
+# at 80x24 (more rows than fit, and a frame half the cells of 120x36) on its first tab before each; they run
+# in the module's event loop (`in_module_loop`).
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 SIZE = (80, 24)
-trends_filled = shared_app(warmup=90, size=SIZE)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def seven_minutes() -> AsyncIterator[tuple[SparktopApp, Pilot]]:
+    app = make_app_on(demo_session(warmup=SEVEN_MINUTES))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        yield app, pilot
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def dashboard(trends_filled: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
-    await reset_dashboard(*trends_filled, size=SIZE)
-    return trends_filled
+async def dashboard(seven_minutes: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot]:
+    await reset_dashboard(*seven_minutes, size=SIZE)
+    return seven_minutes
 
 
 def units_of(cells: list[str]) -> set[str]:
