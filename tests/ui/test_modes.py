@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import Footer
 
 from sparktop.settings.config import Config, load_config
@@ -18,27 +17,14 @@ from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.stop_keys import READ_ONLY
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.recordings import demo_snapshots, write_recording
-from tests.ui.demo_app import footer_keys, make_app, reset_dashboard, shared_app, status_text
-from tests.ui.frame import creep_block
-
-# The checks that only read the demo's dashboard (at a size) share one; they run in the module's event loop
-# (`in_module_loop`).
-in_module_loop = pytest.mark.asyncio(loop_scope="module")
-demo = shared_app(warmup=5)
+from tests.ui.demo_app import footer_keys, make_app, status_text
+from tests.ui.frame import creep_block, pressure_panel
 
 
 def recording(tmp_path: Path) -> Path:
     path = tmp_path / "rec.jsonl"
     write_recording(path, demo_snapshots(5, every=1.0))
     return path
-
-
-@in_module_loop
-async def test_demo_says_demo_and_offers_stop(demo: tuple[SparktopApp, Pilot]) -> None:
-    app, pilot = demo
-    await reset_dashboard(app, pilot)
-    assert " DEMO " in status_text(app) and "READ-ONLY" not in status_text(app)
-    assert footer_keys(app).get("s") == "Stop"
 
 
 async def test_read_only_says_so_hides_stop_and_explains_the_key() -> None:
@@ -69,12 +55,17 @@ async def test_replay_says_replay_and_hides_stop(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("scenario", ["default"])
-async def test_demo_stops_are_marked_demo_in_the_action_log(
+async def test_demo_says_demo_offers_stop_and_marks_its_stops_demo_in_the_action_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: str
 ) -> None:
+    """One demo dashboard for what it says and what its stop does (they were two tests, an app each)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     app = make_app(scenario, warmup=5)
     async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        status = status_text(app)
+        assert " DEMO " in status and "READ-ONLY" not in status, f"the header does not say DEMO: {status}"
+        assert footer_keys(app).get("s") == "Stop", f"the footer offers no s Stop: {footer_keys(app)}"
         await pilot.press("2")
         await pilot.pause()
         await pilot.press("s", "y")
@@ -113,14 +104,11 @@ async def test_ctrl_c_quits_as_in_top() -> None:
         assert not app.is_running
 
 
-@in_module_loop
-async def test_psi_numbers_are_labelled_with_their_averaging_windows(demo: tuple[SparktopApp, Pilot]) -> None:
-    from sparktop.ui.widgets.pressure_panel import PressurePanel
-
-    app, pilot = demo
-    for size in ((120, 36), (80, 24)):  # at 80x24 the panel is compact
-        await reset_dashboard(app, pilot, size)
-        lines = str(app.query_one(PressurePanel).render()).splitlines()
+def test_psi_numbers_are_labelled_with_their_averaging_windows() -> None:
+    session = demo_session(warmup=5).session
+    # The pressure panel as the dashboard draws it at 120x36 (35 cells) and, compact, at 80x24 (38 cells).
+    for compact, width in ((False, 35), (True, 38)):
+        lines = str(pressure_panel(session, compact=compact).text_at(width)).splitlines()
         header = next(i for i, line in enumerate(lines) if line.startswith("PSI avg"))
         assert lines[header].split()[2:] == ["10", "s", "60", "s", "300", "s"], lines
         assert lines[header + 1].startswith("PSI some") and lines[header + 2].startswith("PSI full")
