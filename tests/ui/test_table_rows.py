@@ -139,7 +139,7 @@ async def test_the_command_line_has_room_at_120_columns(dashboard: tuple[Sparkto
     unit in every cell again (issue 23: `0.00` beside a big row) and the sm column leave it 13: more than
     the 9 of old, and a start of the command to recognise."""
     app, pilot = dashboard  # the trend column is filled
-    await pilot.resize_terminal(120, 36)
+    await pilot.resize_terminal(120, 24)  # the widths are the width's: 24 lines draw fewer rows than 36
     await pilot.press("3")
     await pilot.pause()
     table = app.query_one(ProcessesTable)
@@ -320,8 +320,8 @@ async def test_a_narrow_terminal_shows_whole_columns_with_the_total(
         names = column_cells(table, "name")
         name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
         assert all(len(n) <= 32 for n in names) and name_width >= 8, (size, names, name_width)
-    # In a wide terminal every configured column is there again.
-    await pilot.resize_terminal(200, 60)
+    # In a wide terminal every configured column is there again (24 lines: the columns are the width's).
+    await pilot.resize_terminal(200, 24)
     await pilot.pause()
     table = app.query_one(table_type)
     assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden]
