@@ -22,7 +22,6 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.whatif import DEFAULT_PLAN_FILE, WhatIfPane
 from sparktop.ui.widgets.status_line import StatusLine
-from tests.fixtures.demo_session import DemoRun
 from tests.fixtures.home import use_private_home
 
 # The status line shows the snapshot's time of day: make it the same on every machine.
@@ -250,20 +249,3 @@ async def reset_whatif(app: SparktopApp, pilot: Pilot, pane: WhatIfPane) -> None
     pane.refresh_baseline(app.session.latest)
     pane.query_one("#whatif-catalog", OptionList).focus()
     await pilot.pause()
-
-
-def make_app_on(run: DemoRun, config: Config | None = None) -> SparktopApp:
-    """make_app(scenario, warmup)'s dashboard from a demo run already warmed up that far
-    (tests/fixtures/demo_session: built once per worker), instead of sampling the warm-up again: its session
-    restored from the run's, sampling on from the run's source. For a test that needs a long warm-up and an
-    app (the run's session is the app's first frame: tests/ui/test_demo_session.py)."""
-    app = SparktopApp(
-        run.source,
-        config or Config(),
-        clock=lambda: FIXED_NOW,
-        auto_refresh=False,
-        user_theme_dir=Path("/nonexistent/sparktop-themes"),
-    )
-    app.animation_level = "none"
-    app.session.restore(run.session.checkpoint())
-    return app

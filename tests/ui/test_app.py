@@ -26,12 +26,14 @@ from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
-from tests.ui.demo_app import SEVEN_MINUTES, make_app, make_app_on, reset_dashboard, shared_app
+from tests.ui.demo_app import SEVEN_MINUTES, make_app, reset_dashboard, shared_app, warm_app
 from tests.ui.demo_session import default_palette
 from tests.ui.demo_session import demo_session as old_demo_session
 from tests.ui.frame import budget_bar, creep_block, pressure_panel
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")  # `dashboard` below: one app for the module
+# `dashboard` below: one app for the module. The checks without an app are async too, as the module's
+# mark asks.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 def rendered(widget) -> str:
@@ -58,7 +60,7 @@ async def dashboard(demo: tuple[SparktopApp, Pilot]) -> tuple[SparktopApp, Pilot
     return demo
 
 
-async def test_dashboard_shows_pool_state_and_segments() -> None:  # async: the module runs in its event loop
+async def test_dashboard_shows_pool_state_and_segments() -> None:
     """The budget bar over seven minutes of the demo, drawn by its own show() as the dashboard feeds it
     (tests/ui/frame.py; the SVG snapshots check the dashboard's wiring)."""
     session = demo_session(warmup=SEVEN_MINUTES).session
@@ -77,7 +79,7 @@ async def test_dashboard_shows_pool_state_and_segments() -> None:  # async: the 
     assert {f"container:{c.id}" for c in session.latest.containers} <= set(keys)
 
 
-async def test_creep_alert_names_the_training_run() -> None:  # async: the module runs in its event loop
+async def test_creep_alert_names_the_training_run() -> None:
     session = demo_session(warmup=SEVEN_MINUTES).session  # past the creep window
     text = creep_block(session)
     assert text is not None, "the creep block is hidden"
@@ -110,7 +112,7 @@ async def test_critical_pressure_is_impossible_to_miss():
         assert banner.display and banner.region.height >= 1
 
 
-async def test_ok_pressure_has_no_banner() -> None:  # async: the module runs in its event loop
+async def test_ok_pressure_has_no_banner() -> None:
     session = demo_session("audio", warmup=3).session
     assert pressure_banner(session, "GiB") is None
     assert "OK" in rendered(pressure_panel(session))
@@ -289,7 +291,7 @@ async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
     # columns, over CHART_MIN_REDRAW_S (5 s), so a redraw at the 5 s floor fails the check. Seven minutes of
     # the demo, the worker's own (tests/fixtures/demo_session: the frame checks above read it too), not
     # sampled again. 20 ticks see two redraws: at the floor or every tick it would be three or twenty.
-    app = make_app_on(demo_session(warmup=SEVEN_MINUTES))
+    app = warm_app(warmup=SEVEN_MINUTES)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         chart = app.query_one(HistoryChart)
@@ -551,7 +553,7 @@ async def test_replay_end_keeps_the_last_frame():
         assert "end of recording" in str(app.query_one(StatusLine).render())
 
 
-async def test_no_gpu_is_explained_in_one_line():  # async: the module runs in its event loop
+async def test_no_gpu_is_explained_in_one_line() -> None:
     """The GPU panel's text on a machine without NVML, drawn by the panel's own show() as the dashboard calls
     it, over the session a dashboard holds after five samples (warmed up as SparktopApp warms up: each sample
     ingested, then analysed once); no app: what is checked is the panel's text and the session."""
@@ -570,7 +572,7 @@ async def test_no_gpu_is_explained_in_one_line():  # async: the module runs in i
     assert snapshot.accounting is not None  # computed when a source leaves it out
 
 
-async def test_units_gb_and_thresholds_from_config() -> None:  # async: the module runs in its event loop
+async def test_units_gb_and_thresholds_from_config() -> None:
     session = old_demo_session(warmup=3, config=Config(units="GB", safe_gb=60, max_gb=90))
     text = rendered(budget_bar(session, units="GB"))
     assert "pool 130.7 GB" in text
@@ -578,11 +580,10 @@ async def test_units_gb_and_thresholds_from_config() -> None:  # async: the modu
     assert "GiB" not in text
 
 
-async def test_bad_theme_name_is_reported_and_default_used() -> (
-    None
-):  # async: the module runs in its event loop
+async def test_bad_theme_name_is_reported_and_default_used() -> None:
     """The theme is chosen as the app is made; the messages it keeps for the start are shown as toasts and
-    on `M` (tests/ui/test_settings_ui.py::test_startup_messages_outlive_their_toast)."""
+    on `M` (tests/ui/test_settings_ui.py::
+    test_bad_user_files_are_said_kept_on_the_messages_screen_and_the_app_keeps_working)."""
     app = make_app(warmup=3, config=Config(theme="no-such-theme"))
     assert app.theme == "sparktop-dark"
     assert any("no-such-theme" in message for message in app._startup_messages)

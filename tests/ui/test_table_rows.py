@@ -24,7 +24,7 @@ from sparktop.ui.widgets.status_line import StatusLine
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.execing import wrapper_that_execs
 from tests.fixtures.sources import NoDocker, NoGpu
-from tests.ui.demo_app import SEVEN_MINUTES, column_cells, make_app_on, reset_dashboard, screen_text
+from tests.ui.demo_app import SEVEN_MINUTES, column_cells, reset_dashboard, screen_text, warm_app
 from tests.ui.frame import table_cell, table_rows
 
 MIB = 1024**2
@@ -39,7 +39,7 @@ SIZE = (80, 24)
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def seven_minutes() -> AsyncIterator[tuple[SparktopApp, Pilot]]:
-    app = make_app_on(demo_session(warmup=SEVEN_MINUTES))
+    app = warm_app(warmup=SEVEN_MINUTES)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         yield app, pilot
