@@ -6,6 +6,7 @@ alert rule (a step, a stop, noise) and the fast grower that must alert within 15
 
 from __future__ import annotations
 
+import functools
 import random
 
 from sparktop.core.snapshot import GIB, MIB, GpuReport, HostMemory, ProcessInfo, Snapshot, process_key
@@ -59,10 +60,22 @@ class Machine:
 
 
 def warm(tick: float = 1.0, seed: int = 1) -> Machine:
+    """A machine after over three minutes of steady ticks (every rule can judge every key), simulated once
+    per worker per (tick, seed): each caller gets one of its own, its session restored from the checkpoint."""
+    checkpoint, t, rng, sizes = _warmed(tick, seed)
     machine = Machine(tick, seed)
-    machine.run(200)  # over three minutes of history: every rule can judge every key
-    assert machine.session.creep == []
+    machine.session.restore(checkpoint)
+    machine.t, machine.sizes = t, dict(sizes)
+    machine.rng.setstate(rng)
     return machine
+
+
+@functools.cache
+def _warmed(tick: float, seed: int) -> tuple[bytes, float, tuple, dict[int, int]]:
+    machine = Machine(tick, seed)
+    machine.run(200)
+    assert machine.session.creep == []
+    return machine.session.checkpoint(), machine.t, machine.rng.getstate(), dict(machine.sizes)
 
 
 def allocate(machine: Machine, pid: int, total: int, over_s: float) -> list[list[str]]:
