@@ -4,15 +4,13 @@ guard` printed a key named with an OSC title escape as it was: the terminal's ti
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sparktop.commands.main import main
 from sparktop.core.safe_text import has_raw_controls
+from tests.fixtures.serving import serve_in_process
 
 TITLE_ESCAPE = "\x1b]2;PWNED\x07"
 
@@ -43,19 +41,5 @@ def test_a_commands_messages_show_config_text_plainly(argv, hostile_config, tmp_
 
 
 def test_serve_shows_config_text_plainly(hostile_config: Path) -> None:
-    sparktop = str(Path(sys.executable).with_name("sparktop"))  # the installed command
-    args = ["serve", "--demo", "--listen", "127.0.0.1:0", "--config", str(hostile_config)]
-    child = subprocess.Popen([sparktop, *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    assert child.stderr is not None
-    lines = []
-    try:
-        for raw in child.stderr:
-            lines.append(raw.decode())
-            if "/metrics" in lines[-1]:
-                break
-    finally:
-        child.send_signal(signal.SIGTERM)
-        child.wait(timeout=10)
-    err = "".join(lines)
-    assert "k^[]2;PWNED^G" in err and not has_raw_controls(err), err
-    assert TITLE_ESCAPE not in err
+    result, _ = serve_in_process(["--demo", "--config", str(hostile_config)], lambda url: None)
+    assert "k^[]2;PWNED^G" in result.stderr and not has_raw_controls(result.stderr), result.stderr

@@ -26,8 +26,9 @@ from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.snapshot_source import SnapshotSource
 from tests.fixtures.cli import run_main
-from tests.fixtures.exporters import get, require, start_exporter
+from tests.fixtures.exporters import get, require
 from tests.fixtures.load import wall_limit
+from tests.fixtures.serving import serve_in_process
 
 MIB = 1024**2
 
@@ -359,15 +360,18 @@ def test_serve_offers_the_exporters_dcgm_modes() -> None:
 
 
 def test_port_in_use_is_one_line_error() -> None:
-    exporter = start_exporter("--demo")
+    loop = SamplingLoop(DemoSource("default", seed=3), 1.0, 80 * GB, 100 * GB)
+    loop.step()
+    first = ExporterServer(loop, "127.0.0.1", 0)  # another exporter on the port: one in this process
+    first.start()
     try:
-        result = run_main("serve", "--demo", "--listen", exporter.address)
+        result = run_main("serve", "--demo", "--listen", f"127.0.0.1:{first.address[1]}")
         assert result.returncode == 2
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "cannot listen on" in lines[0] and "in use" in lines[0], result.stderr
-        assert get(f"{exporter.url}/healthz")[0] == 200  # the first one is unharmed
+        assert get(f"{first.url}/healthz")[0] == 200  # the first one is unharmed
     finally:
-        exporter.stop()
+        first.shutdown()
 
 
 @pytest.mark.parametrize("listen", ["nonsense", "127.0.0.1:99999", "127.0.0.1:"])
@@ -426,22 +430,22 @@ def test_serve_plays_a_recording(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     assert main(["record", str(path), "--demo", "--interval", "0.1", "--duration", "0.35"]) == 0
     recorded = [Snapshot.model_validate_json(line) for line in path.read_text().splitlines()]
-    exporter = start_exporter("--replay", str(path), "--interval", "0.1")
-    try:
+
+    def read_to_the_end(url: str) -> tuple[dict, Snapshot, dict[str, list[tuple[dict[str, str], float]]]]:
         deadline = time.monotonic() + 10
         health: dict = {}
         while time.monotonic() < deadline:
-            health = json.loads(get(f"{exporter.url}/healthz")[2])
+            health = json.loads(get(f"{url}/healthz")[2])
             if health["status"] == "ended":
                 break
             time.sleep(0.1)
-        assert health["status"] == "ended" and health["source"] == "replay"
-        served = Snapshot.model_validate_json(get(f"{exporter.url}/snapshot.json")[2])
-        assert served.source == "replay" and served.timestamp == recorded[-1].timestamp
-        got = _samples(get(f"{exporter.url}/metrics")[2].decode())
-        assert _one(got, "sparktop_pool_used_bytes") == recorded[-1].memory.used
-    finally:
-        exporter.stop()
+        served = Snapshot.model_validate_json(get(f"{url}/snapshot.json")[2])
+        return health, served, _samples(get(f"{url}/metrics")[2].decode())
+
+    _, (health, served, got) = serve_in_process(["--replay", str(path), "--interval", "0.1"], read_to_the_end)
+    assert health["status"] == "ended" and health["source"] == "replay"
+    assert served.source == "replay" and served.timestamp == recorded[-1].timestamp
+    assert _one(got, "sparktop_pool_used_bytes") == recorded[-1].memory.used
 
 
 def test_web_port_in_use_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,6 +22,7 @@ from sparktop.exporter.state import SamplingLoop
 from sparktop.sources.demo import DemoSource
 from tests.fixtures.exporters import Exporter, get, start_exporter
 from tests.fixtures.load import wall_limit
+from tests.fixtures.serving import serve_in_process
 
 BURST = 1000
 
@@ -135,12 +136,8 @@ def test_command_lines_are_left_out_unless_asked_for() -> None:
 def test_serve_leaves_command_lines_out_by_default_and_adds_them_with_the_flag(exporter: Exporter) -> None:
     default = json.loads(get(f"{exporter.url}/snapshot.json")[2])
     assert all("cmdline" not in p for p in default["processes"])
-    flagged = start_exporter("--demo", "--command-lines")
-    try:
-        processes = json.loads(get(f"{flagged.url}/snapshot.json")[2])["processes"]
-    finally:
-        flagged.stop()
-    assert any(p.get("cmdline") for p in processes)
+    _, body = serve_in_process(["--demo", "--command-lines"], lambda url: get(f"{url}/snapshot.json")[2])
+    assert any(p.get("cmdline") for p in json.loads(body)["processes"])
 
 
 def test_cluster_view_and_exporter_dashboard_work_without_command_lines(exporter: Exporter) -> None:

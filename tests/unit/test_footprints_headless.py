@@ -6,12 +6,8 @@ usable from both. A database that cannot be written reaches stderr, /healthz and
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -24,7 +20,7 @@ from sparktop.footprints.store import FootprintCollector, FootprintStore
 from sparktop.session.runner import SessionRunner
 from sparktop.session.session import Session
 from sparktop.sources.live import LiveSource
-from tests.fixtures.exporters import free_port
+from tests.fixtures.serving import serve_in_process
 from tests.fixtures.sources import NoGpu
 from tests.fixtures.trees import CgroupTree, ProcTree
 
@@ -108,8 +104,11 @@ def test_the_guard_runner_says_once_when_the_database_is_corrupt(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["corrupt", "symlink"])
-def test_sparktop_serve_says_on_stderr_healthz_and_metrics_when_the_database_cannot_be_used(tmp_path, damage):
-    """The real `sparktop serve` on this machine, with a state dir whose database cannot be used."""
+def test_sparktop_serve_says_on_stderr_healthz_and_metrics_when_the_database_cannot_be_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """`sparktop serve` on this machine (in this process: what it serves and says is the point), with a state
+    dir whose database cannot be used."""
     state = tmp_path / "xdg" / "sparktop"
     state.mkdir(parents=True, mode=0o700)
     db = state / "footprints.sqlite3"
@@ -118,44 +117,25 @@ def test_sparktop_serve_says_on_stderr_healthz_and_metrics_when_the_database_can
     else:
         (tmp_path / "elsewhere").mkdir()
         db.symlink_to(tmp_path / "elsewhere" / "footprints.sqlite3")
-    port = free_port()
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "xdg"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "sparktop.commands.main",
-            "serve",
-            "--listen",
-            f"127.0.0.1:{port}",
-            "--interval",
-            "0.2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+
+    def degraded(url: str) -> tuple[dict, str]:
         deadline = time.monotonic() + 20
         health: dict = {}
         while time.monotonic() < deadline:
-            try:
-                health = json.loads(get(f"http://127.0.0.1:{port}/healthz")[1])
-                if health.get("problems"):
-                    break
-            except OSError:
-                pass
+            health = json.loads(get(f"{url}/healthz")[1])
+            if health.get("problems"):
+                break
             time.sleep(0.1)
-        assert health["status"] == "degraded", health
-        assert "footprints" in health["problems"][0] and str(db) in health["problems"][0]
-        metrics = get(f"http://127.0.0.1:{port}/metrics")[1]
-        assert re.search(r"^sparktop_footprints_errors(\{[^}]*\})? 1\.0$", metrics, re.M), metrics
-    finally:
-        server.send_signal(signal.SIGTERM)
-        _, err = server.communicate(timeout=10)
-    lines = [line for line in err.splitlines() if "footprints" in line]
-    assert len(lines) == 1 and lines[0].startswith("sparktop serve: measured footprints:"), err
+        return health, get(f"{url}/metrics")[1]
+
+    result, (health, metrics) = serve_in_process(["--interval", "0.2"], degraded)
+    assert health["status"] == "degraded", health
+    assert "footprints" in health["problems"][0] and str(db) in health["problems"][0]
+    assert re.search(r"^sparktop_footprints_errors(\{[^}]*\})? 1\.0$", metrics, re.M), metrics
+    lines = [line for line in result.stderr.splitlines() if "footprints" in line]
+    assert len(lines) == 1 and lines[0].startswith("sparktop serve: measured footprints:"), result.stderr
     if damage == "symlink":
         assert "symbolic link" in lines[0]
         assert not (tmp_path / "elsewhere" / "footprints.sqlite3").exists()  # nothing created through it
