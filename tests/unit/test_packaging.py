@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import runpy
 import subprocess
 import sys
 import tomllib
@@ -83,12 +84,16 @@ def test_the_licence_is_declared_in_spdx_and_shipped() -> None:
     assert "License :: " not in " ".join(project()["classifiers"])  # PEP 639: the expression alone says it
 
 
-def test_python_dash_m_sparktop_runs_the_program() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "sparktop", "--demo", "--once"], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("pool ")
+def test_python_dash_m_sparktop_runs_the_program(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sparktop/__main__.py run as `-m` runs it (runpy, in this process), exiting with main()'s status."""
+    monkeypatch.setattr(sys, "argv", ["sparktop", "--demo", "--once"])
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("sparktop", run_name="__main__", alter_sys=True)
+    out, err = capsys.readouterr()
+    assert exited.value.code == 0, err
+    assert out.startswith("pool ")
 
 
 # --- the web extra: `pip install sparktop` leaves out textual-serve and its aiohttp server ---
