@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +22,19 @@ N = 48
 
 @pytest.fixture(scope="module")
 def snapshots() -> list[Snapshot]:
+    return _snapshots()
+
+
+@functools.cache
+def _snapshots() -> list[Snapshot]:
     return demo_snapshots(N, EVERY)
+
+
+@functools.cache
+def played_to(target: float) -> Session:
+    """The reference for a seek to `target` s into the module's recording (played_from_the_start), worked out
+    once per worker: both formats' tests compare with it, and only read it."""
+    return played_from_the_start(_snapshots(), T0 + target)
 
 
 @pytest.fixture(params=["run.jsonl", "run.jsonl.gz"])
@@ -74,7 +87,7 @@ def test_a_seek_holds_what_playing_from_the_start_would(
     playback.request_seek(target)
     session = playback.seek()
     assert session is not None
-    same_state(session, played_from_the_start(snapshots, T0 + target))
+    same_state(session, played_to(target))
     if target >= 250:
         assert playback.index.best(T0 + target) is not None  # it started from a checkpoint, not the start
         assert session.creep, "the demo's training run creeps: the test must compare real alerts"
@@ -100,7 +113,7 @@ def test_seeking_back_after_playing_on(
     assert playback.position_s(session.latest) == 230.0  # a key pressed again counts from the seek under way
     back = playback.seek()
     assert back is not None
-    same_state(back, played_from_the_start(snapshots, T0 + 230))
+    same_state(back, played_to(230))
 
 
 def test_speed_plays_that_many_snapshots_a_tick_then_ends(
@@ -165,7 +178,7 @@ def test_checkpoints_are_thinned_to_their_budget(
     playback.request_seek(333)
     session = playback.seek()
     assert session is not None
-    same_state(session, played_from_the_start(snapshots, T0 + 330))
+    same_state(session, played_to(330))
 
 
 def test_a_bad_line_read_again_after_a_seek_is_one_problem(
