@@ -33,6 +33,7 @@ from sparktop.settings.guard import GuardSettings, StopRule
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.replay import ReplayEnded, ReplaySource
 from sparktop.stopping.stop_log import ActionLog
+from tests.fixtures.cli import run_main
 from tests.fixtures.execing import wrapper_that_execs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -253,11 +254,8 @@ def test_guard_command_leaves_a_black_box_that_replays_after_kill_9(tmp_path: Pa
         except ReplayEnded:
             pass
     assert played >= 10
-    # and `--replay FILE --once --json` reads it too
-    once = subprocess.run(
-        [sys.executable, "-m", "sparktop", "--replay", str(segment), "--once", "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    # and `--replay FILE --once --json` reads it too (in this process: its output and status are the point)
+    once = run_main("--replay", str(segment), "--once", "--json")
     assert once.returncode == 0, once.stderr
     assert json.loads(once.stdout)["source"] == "replay"
 

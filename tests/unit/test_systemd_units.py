@@ -6,7 +6,6 @@ footprints to ProtectHome=read-only and listened on 0.0.0.0)."""
 from __future__ import annotations
 
 import configparser
-import os
 import re
 import shlex
 import shutil
@@ -19,6 +18,7 @@ import pytest
 from sparktop.commands import guard, serve
 from sparktop.commands.common import command_parser
 from sparktop.commands.serve import parse_listen
+from sparktop.settings.files import state_dir
 
 CONTRIB = Path(__file__).resolve().parents[2] / "contrib"
 UNITS = ("sparktop-exporter.service", "sparktop-guard.service")
@@ -75,14 +75,15 @@ def unit_environment(service: configparser.SectionProxy) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", UNITS)
-def test_the_unit_writes_its_state_where_systemd_creates_it(name: str) -> None:
+def test_the_unit_writes_its_state_where_systemd_creates_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     service = read_unit(name)["Service"]
     assert "ReadWritePaths" not in service  # a fresh machine lacks the directory: 226/NAMESPACE
     assert service["StateDirectory"] == "sparktop" and service["StateDirectoryMode"] == "0700"
-    env = {**os.environ, **unit_environment(service)}
-    probe = "from sparktop.settings.files import state_dir; print(state_dir())"
-    where = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=30)
-    assert where.stdout.strip() == "/var/lib/sparktop", where.stderr  # what StateDirectory=sparktop creates
+    for key, value in unit_environment(service).items():  # the service's environment, in this process
+        monkeypatch.setenv(key, value)
+    assert state_dir() == Path("/var/lib/sparktop")  # what StateDirectory=sparktop creates
 
 
 def test_the_exporter_unit_runs_a_valid_serve_on_loopback() -> None:
