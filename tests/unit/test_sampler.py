@@ -482,19 +482,20 @@ def test_foreign_engine_names_the_engine_a_stop_cannot_reach() -> None:
 # Each block written once, in place (bytearray(b"x" * n) made the bytes, then copied them: 1 GiB at the peak).
 GROWER = """
 import sys
-held = [bytearray(b"x") * (200 * 1024 * 1024)]
+held = [bytearray(b"x") * (50 * 1024 * 1024)]
 print("ready", flush=True)
 sys.stdin.readline()
-held.append(bytearray(b"y") * (400 * 1024 * 1024))
+held.append(bytearray(b"y") * (100 * 1024 * 1024))
 print("grown", flush=True)
 sys.stdin.readline()
 """
 
 
 def test_a_process_that_grew_since_its_pss_was_read_counts_its_fresh_rss() -> None:
-    """A real child grows from 200 to 600 MiB between two ticks while its PSS is cached for 60 s: the 200 MiB
+    """A real child grows from 50 to 150 MiB between two ticks while its PSS is cached for 60 s: the 50 MiB
     PSS is marked stale and the accounting counts the fresh RSS (a 1.2 GiB process showed 361 MiB). It moves
-    MemAvailable by 600 MiB: the guard tests, whose floors are set from it, wait for it (and it for them)."""
+    MemAvailable by 150 MiB: the guard tests, whose floors are set from it, wait for it (and it for them).
+    (It grew from 200 to 600 MiB: touching those pages was most of the test's CPU.)"""
     import subprocess
     import sys
 
@@ -512,16 +513,16 @@ def test_a_process_that_grew_since_its_pss_was_read_counts_its_fresh_rss() -> No
                 first = next(p for p in source.sample().processes if p.pid == child.pid)
                 if first.pss is not None:
                     break
-            assert first.pss is not None and not first.pss_stale and first.pss >= 190 * 1024**2
+            assert first.pss is not None and not first.pss_stale and first.pss >= 48 * 1024**2
             child.stdin.write("\n")
             child.stdin.flush()
             assert child.stdout.readline().strip() == "grown"
             snap = Session().ingest(source.sample())  # the session does the accounting
             proc = next(p for p in snap.processes if p.pid == child.pid)
             assert proc.pss == first.pss and proc.pss_stale  # cached, and said to be out of date
-            assert proc.cpu_bytes == proc.rss >= 590 * 1024**2
+            assert proc.cpu_bytes == proc.rss >= 148 * 1024**2
             consumer = next(c for c in snap.accounting.consumers if c.key == process_key(proc))
-            assert consumer.cpu_bytes >= 590 * 1024**2
+            assert consumer.cpu_bytes >= 148 * 1024**2
         finally:
             child.kill()
             child.wait()
