@@ -1,7 +1,7 @@
-"""`sparktop --exporter ... --once` and `sparktop --cluster ... --once` as a script runs them, through main() in
-this process (their output and exit status), against real exporters (in-process `ExporterServer`s over the
-demo), a closed port and an exporter that answers a byte at a time (issue 23 item 5, issue 25 item 7). The
-view's refusal of a terminal that cannot draw it runs as a process: the terminal is the point."""
+"""`sparktop --exporter ... --once` and `sparktop --cluster ... --once` as a script runs them, through main()
+in this process (their output and exit status), against real exporters (in-process `ExporterServer`s over
+the demo), a closed port and an exporter that answers a byte at a time (issue 23 item 5, issue 25 item 7).
+The view's refusal of a terminal that cannot draw it runs as a process: the terminal is the point."""
 
 from __future__ import annotations
 
