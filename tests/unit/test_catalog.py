@@ -331,3 +331,17 @@ def test_unknown_user_table_is_reported(private_home):
     write_user(private_home, '[[workloads]]\nname = "x"\n')
     cat = load_catalog(discover=False)
     assert any("workloads: unknown table" in e for e in cat.errors)
+
+
+def test_each_load_gets_a_catalog_of_its_own() -> None:
+    """The built-in files are parsed once a process: what one load's user (a plan, the What-if tab) does to
+    its catalog never reaches the next load."""
+    first = load_catalog(False, discover=False)
+    names = set(first.entries)
+    victim = next(iter(names))
+    first.entries.pop(victim)
+    first.errors.append("mine")
+    first.files.clear()
+    second = load_catalog(False, discover=False)
+    assert set(second.entries) == names and not second.errors
+    assert [Path(f).name for f in second.files] == ["quants.toml", "models.toml", "reference.toml"]
