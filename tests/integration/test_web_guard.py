@@ -1,16 +1,27 @@
-"""`sparktop web` against a hostile browser (issue #27 item 1) and its sessions' lifetime (issue #23).
+"""`sparktop web` against a hostile browser (issue #27 item 1), its sessions' lifetime and bounds (issues #23,
+#31, #32).
 
 A real `sparktop web --demo` process and a real HTTP / WebSocket client (aiohttp): any web page the admin's
 browser opens can reach a server on 127.0.0.1, so a request from another origin, another Host, or without
-the per-start token must get nothing; the token URL printed at start gets a session; sessions are capped; a
-session process dies with `web`; a read-only session's keys write no file on the server.
+the per-start token must get nothing; the token URL printed at start gets a session; sessions are capped,
+closed ones included until their process is gone, and each bounds its memory; a read-only session's keys
+write no file on the server; on SIGTERM, SIGHUP or SIGKILL `web` ends and its sessions with it, quietly and
+with status 0 where it can, leaving no token in its log nor in a file.
+
+Each session is a whole dashboard process (~0.65 s of CPU) and each `web` ~0.7 s: the tests that only ask a
+server share the module's, and each check that needs a session of its own is made on the fewest sessions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
 import re
 import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,11 +30,16 @@ import aiohttp
 import psutil
 import pytest
 
+from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
 from tests.fixtures.exporters import free_port, get
-from tests.fixtures.load import wall_limit
+from tests.fixtures.load import load_per_core, wall_limit
 from tests.fixtures.web import Web, start_web
 
 ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
+# How long a session may take to start, draw or end, a web to answer: generous (a loaded machine), the defects
+# were far beyond it or never ended.
+SETTLE_S = 20.0 * load_per_core()
+WebSocket = aiohttp.ClientWebSocketResponse
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +67,14 @@ async def ws_status(web: Web, query: str = "", headers: dict[str, str] | None = 
         return 101
 
 
-async def read_until(ws: aiohttp.ClientWebSocketResponse, text: str, timeout: float = 20.0) -> str:
+async def read_until(ws: WebSocket, text: str, timeout: float = SETTLE_S) -> str:
     """What the session drew (escape sequences stripped) up to the first frame that shows `text`."""
     seen = ""
     deadline = time.monotonic() + timeout
     while text not in ANSI.sub("", seen):
         left = deadline - time.monotonic()
         if left <= 0:
-            pytest.fail(f"{text!r} not shown within {timeout} s; last: {ANSI.sub('', seen)[-300:]!r}")
+            pytest.fail(f"{text!r} not shown within {timeout:.0f} s; last: {ANSI.sub('', seen)[-300:]!r}")
         message = await ws.receive(timeout=left)
         if message.type == aiohttp.WSMsgType.BINARY:
             seen += message.data.decode("utf-8", "replace")
@@ -71,10 +87,10 @@ async def read_until(ws: aiohttp.ClientWebSocketResponse, text: str, timeout: fl
 
 # How long a slot may stay taken after its process is gone (the server polls it): well under the 10 s an old
 # aiohttp's close handshake held it.
-FREED_S = 3.0
+FREED_S = wall_limit(3.0, defect=10.0)
 
 
-async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+async def until(check: Callable[[], bool], timeout: float = SETTLE_S) -> None:
     deadline = time.monotonic() + timeout
     while not check() and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
@@ -84,10 +100,10 @@ async def no_sessions_left(web: Web) -> None:
     """The module's tests share one server: a session of the test before may still be ending (a loaded
     machine, once in CI) and would count as one of this test's."""
     await until(lambda: not web.sessions())
-    assert web.sessions() == [], "a session of an earlier test outlived it by 10 s"
+    assert web.sessions() == [], f"a session of an earlier test outlived it by {SETTLE_S:.0f} s"
 
 
-async def open_session(session: aiohttp.ClientSession, web: Web) -> aiohttp.ClientWebSocketResponse:
+async def open_session(session: aiohttp.ClientSession, web: Web) -> WebSocket:
     """As the browser does: the token URL (which sets the cookie), then the page's WebSocket. A refusal for
     the cap (503) is asked again for up to FREED_S: the server frees a slot when it has seen the session's
     process end (it polls it), a moment after this test's `web.sessions()` may have."""
@@ -103,6 +119,18 @@ async def open_session(session: aiohttp.ClientSession, web: Web) -> aiohttp.Clie
             if refused.status != 503 or time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.1)
+
+
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running (a zombie has ended: it holds no memory and no slot)."""
+    running = []
+    for process in processes:
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE:
+                running.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return running
 
 
 # --- who may have a page and a session ----------------------------------------------------------------------
@@ -139,44 +167,108 @@ async def test_a_foreign_origin_or_host_gets_no_session(web: Web) -> None:
     assert web.sessions() == []  # not one process was started for them
 
 
-async def test_the_token_url_gets_a_read_only_session_that_writes_no_file_and_dies_with_its_connection(
-    web: Web,
+async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bounded(web: Web) -> None:
+    """Four sessions (each a dashboard process, ~0.65 s of CPU) for all of these:
+    - the cap (2 here): a third session is refused while two are open, and starts no process;
+    - as reported (issue #31): sessions opened large and closed while they draw, and new ones asked for at
+      once. A new session is let in only while the dashboards still alive (those closed included) are under
+      the cap: the defect freed a slot when its socket closed and let a new dashboard start beside the one
+      still quitting (asked at the moment of the close, the defect is caught on every run). A closed
+      session frees its place: two are let in again;
+    - the first of those draws a whole frame at the largest size under its address-space limit;
+    - the second, the token URL's as a browser opens it, is read-only: `B` over the WebSocket, as a hostile
+      page typed it, leaves no history file in the state dir; and it dies with its connection."""
+    await no_sessions_left(web)
+    most = 0
+    sampling = True
+
+    async def sample() -> None:  # all along, whatever the moments checked below
+        nonlocal most
+        while sampling:
+            most = max(most, len(web.sessions()))
+            await asyncio.sleep(0.05)
+
+    async def open_large(session: aiohttp.ClientSession) -> WebSocket:
+        return await session.ws_connect(f"{web.base}/ws?width=1500&height=500", headers={"Origin": web.base})
+
+    sampler = asyncio.create_task(sample())
+    try:
+        async with client() as session, client() as third:
+            async with session.get(web.url) as page:  # the cookie
+                assert page.status == 200
+            first = [await open_large(session) for _ in range(2)]
+            for ws in first:
+                await ws.receive(timeout=SETTLE_S)  # it has started drawing
+            closing = web.sessions()
+            assert len(closing) == 2, f"2 sessions let in, {len(closing)} dashboard processes"
+            async with third.get(web.url) as page:
+                assert page.status == 200
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await open_large(third)
+            assert refused.value.status == 503, "a third session beside two open ones is refused"
+            assert len(web.sessions()) == 2, "the refused session started a dashboard process"
+            for ws in first:
+                await ws.close()
+            # At once: each new session let in must find the closed dashboards gone but for the cap's room.
+            known = list(closing)
+            deadline = time.monotonic() + 2 * SETTLE_S
+            for admitted in (1, 2):
+                while True:
+                    try:
+                        ws = await (open_large(session) if admitted == 1 else open_session(session, web))
+                        break
+                    except aiohttp.WSServerHandshakeError as refused:
+                        assert refused.status == 503, refused
+                        assert time.monotonic() < deadline, "closed sessions never freed their places"
+                        await asyncio.sleep(0.05)
+                still = alive(closing)
+                assert len(still) + admitted <= 2, f"let in beside {len(still)} closed dashboards still alive"
+                if admitted == 1:
+                    await draws_at_the_largest_size_within_its_limit(ws, web, known)
+                else:
+                    await is_a_read_only_session_that_writes_no_file(ws, web, known)
+                known = web.sessions()
+                await ws.close()
+        await until(lambda: not web.sessions(), 2 * SETTLE_S)
+        assert web.sessions() == [], "sessions outlived their connections"
+    finally:
+        sampling = False
+        await sampler
+    assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
+    assert list(web.state_dir.rglob("history-*")) == [], "a read-only session wrote a history file"
+
+
+async def is_a_read_only_session_that_writes_no_file(
+    ws: WebSocket, web: Web, others: list[psutil.Process]
 ) -> None:
-    """One session for both (each is a dashboard process, ~1 s of CPU): `B` over the WebSocket, as the hostile
-    page typed it, leaves no history file in the state dir."""
-    await no_sessions_left(web)
-    async with client() as session:
-        ws = await open_session(session, web)
-        shown = await read_until(ws, "Memory pool")
-        assert "READ-ONLY" in shown and "BROWSER" in shown
-        (argv,) = [p.cmdline() for p in web.sessions()]
-        assert "--read-only" in argv and argv[argv.index("--web-session") + 1] == str(web.process.pid)
-        await ws.send_json(["stdin", "B"])
-        await read_until(ws, "no files on the server")
-        await ws.close()
-    await until(lambda: not web.sessions())
-    assert web.sessions() == []
-    assert list(web.state_dir.rglob("history-*")) == []
+    """The session on `ws` (the one of web's sessions not in `others`) says it is read-only in a browser, runs
+    read-only as web's own session, and `B` (write a history file) writes nothing on the server."""
+    shown = await read_until(ws, "Memory pool")
+    assert "READ-ONLY" in shown and "BROWSER" in shown, "the header says read-only, in a browser"
+    (argv,) = [p.cmdline() for p in web.sessions() if p not in others]
+    assert "--read-only" in argv, argv
+    assert argv[argv.index("--web-session") + 1] == str(web.process.pid), argv
+    await ws.send_json(["stdin", "B"])
+    await read_until(ws, "no files on the server")
 
 
-async def test_sessions_are_capped(web: Web) -> None:
-    await no_sessions_left(web)
-    async with client() as first, client() as second, client() as third:
-        a = await open_session(first, web)
-        b = await open_session(second, web)
-        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-            await open_session(third, web)
-        assert refused.value.status == 503
-        # Each session's process starts just after its handshake: wait for the two, and no third.
-        await until(lambda: len(web.sessions()) == 2)
-        assert len(web.sessions()) == 2
-        await a.close()
-        await b.close()
-    await until(lambda: not web.sessions())
-    async with client() as again:  # a closed session frees its place
-        c = await open_session(again, web)
-        await read_until(c, "Memory pool")
-        await c.close()
+async def draws_at_the_largest_size_within_its_limit(
+    ws: WebSocket, web: Web, others: list[psutil.Process]
+) -> None:
+    """The session on `ws` (the one of web's sessions not in `others`) draws its whole first frame at the
+    largest size, and its address space is capped at SESSION_ADDRESS_SPACE, soft and hard."""
+    seen = ""
+    deadline = time.monotonic() + 2 * SETTLE_S
+    while "Memory pool" not in seen and time.monotonic() < deadline:  # it runs at the largest size
+        message = await ws.receive(timeout=SETTLE_S)
+        if message.type == aiohttp.WSMsgType.BINARY:
+            seen += message.data.decode("utf-8", "replace")
+    assert "Memory pool" in seen, "no whole frame at the largest size"
+    (process,) = [p for p in web.sessions() if p not in others]
+    limits = Path(f"/proc/{process.pid}/limits").read_text()
+    line = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+    soft, hard = line.split()[3:5]
+    assert int(soft) == int(hard) == SESSION_ADDRESS_SPACE, line
 
 
 def test_allow_actions_is_refused_on_a_network_address(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,16 +281,108 @@ def test_allow_actions_is_refused_on_a_network_address(capsys: pytest.CaptureFix
         assert "--allow-actions only on a loopback address" in capsys.readouterr().err
 
 
-# --- sessions die with `web` (issue #23, "Long sessions") ---------------------------------------------------
+# --- `web` ends on a signal, its sessions with it (issue #23 "Long sessions", issues #31, #32) --------------
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-async def test_sessions_end_with_their_parent(tmp_path: Path, how: signal.Signals) -> None:
-    web = start_web(state_dir=tmp_path)
+# On a terminal, as Jupyter does: "sparktop web: http://…/?token=… (read-only; also in FILE); sessions read …"
+ON_A_TERMINAL = re.compile(
+    r"sparktop web: (http://\S+)/\?token=(\S+) \(.*also in (\S+?)\); sessions read (http://\S+)"
+)
+
+
+def start_web_on_terminal(state_dir: Path) -> tuple[Web, threading.Thread]:
+    """`sparktop web --demo` with a terminal for its stderr (a user's shell), and a thread that copies what it
+    shows there to the log file until the terminal closes (join it before reading all of it)."""
+    port = free_port()
+    log_path = state_dir / f"web-{port}.log"
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sparktop", "web", "--demo", "--port", str(port)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower,
+        env={**os.environ, "XDG_STATE_HOME": str(state_dir)},
+    )  # fmt: skip
+    os.close(follower)
+
+    def copy() -> None:
+        with log_path.open("ab", buffering=0) as log:
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # EIO: the terminal's last writer is gone
+                    break
+                if not chunk:
+                    break
+                log.write(chunk)
+        os.close(leader)
+
+    log_path.touch()
+    copier = threading.Thread(target=copy, daemon=True)
+    copier.start()
+    deadline = time.monotonic() + SETTLE_S
+    match = None
+    while match is None and time.monotonic() < deadline and process.poll() is None:
+        match = ON_A_TERMINAL.search(log_path.read_text(errors="replace"))
+        time.sleep(0.05)
+    if match is None:
+        process.kill()
+        pytest.fail(f"sparktop web on a terminal showed no start line: {log_path.read_text()}", pytrace=False)
+    web = Web(process, port, match.group(2), match.group(4), state_dir, log_path)
+    assert match.group(1) == web.base, match.group(0)
+    while time.monotonic() < deadline:
+        try:
+            if get(web.url, timeout=1)[0] == 200:
+                return web, copier
+        except OSError:
+            time.sleep(0.1)
+    web.stop()
+    pytest.fail("sparktop web did not answer", pytrace=False)
+
+
+def url_file_of(web: Web) -> Path:
+    """The file web's first line names as holding the URL to open (as a service: "open the URL in FILE"; on a
+    terminal: "also in FILE)")."""
+    first = web.log().splitlines()[0]
+    found = re.search(r"open the URL in (\S+)", first) or re.search(r"also in (\S+?)\)", first)
+    assert found is not None, first
+    return Path(found.group(1))
+
+
+@pytest.mark.parametrize(
+    "how", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=["SIGTERM", "SIGHUP", "SIGKILL"]
+)
+async def test_web_ends_on_a_signal_with_its_sessions_and_leaves_no_token_behind(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    """One `web` and one session per signal (each a process of ~0.7 s of CPU) for all that a stop must do:
+    - its sessions end with it, whatever the signal, though a browser holds them open (issue #23);
+    - SIGTERM (a service manager) and SIGHUP (a closed terminal, `systemctl reload`) end it with status 0,
+      quietly: no "Event loop is closed" traceback for a session's pipe (issue #31);
+    - its log (the journal under systemd: SIGTERM and SIGKILL start it so) never holds the token nor a
+      guessed one, though its access lines are there. On a terminal (SIGHUP starts it so) its first line
+      shows the URL with the token, once, and the file it names keeps it (issue #32 "Rough");
+    - the file that kept the URL is gone once it has stopped: a stale token is of no use."""
+    on_a_terminal = how == signal.SIGHUP
+    copier = None
+    if on_a_terminal:
+        web, copier = start_web_on_terminal(tmp_path)
+    else:
+        web = start_web(state_dir=tmp_path)
     try:
+        kept = url_file_of(web)
+        assert kept.read_text() == web.url + "\n", "the URL to open is kept in the file the start line names"
         async with client() as session:
             ws = await open_session(session, web)
             await read_until(ws, "Memory pool")
+            # The page's script and the WebSocket with the token in the query, as a client may send them.
+            referer = {"Referer": web.url}
+            async with session.get(f"{web.base}/static/js/textual.js", headers=referer) as reply:
+                assert reply.status == 200
+            async with session.get(
+                f"{web.base}/download/nothing?token={web.token}", headers=referer
+            ) as reply:
+                assert reply.status == 404
+            async with session.get(f"{web.base}/?token=a-guess") as reply:
+                assert reply.status in (200, 403)  # the cookie stands in for the wrong query
             children = web.sessions()
             assert children
             # A browser that stops reading: its session blocks on output (what held `web` for 23 s).
@@ -206,11 +390,23 @@ async def test_sessions_end_with_their_parent(tmp_path: Path, how: signal.Signal
             # 5 s: a session quits as the TUI does (terminal restored), which a loaded machine slows (scaled
             # by its load); the defect was a session that never ended.
             limit = wall_limit(5.0, defect=60.0)
-            _, alive = psutil.wait_procs(children, timeout=limit)
-            assert alive == [], f"session processes outlived `web` ({how.name}) by {limit:.0f} s: {alive}"
+            _, still = psutil.wait_procs(children, timeout=limit)
+            assert still == [], f"session processes outlived `web` ({how.name}) by {limit:.0f} s: {still}"
             await ws.close()
         # Its own exit, as slow as the sessions' on a loaded machine (a second suite beside this one: over
         # 5 s); the defect held it 23 s.
-        web.process.wait(timeout=wall_limit(5.0, defect=23.0))
+        code = await asyncio.to_thread(web.process.wait, wall_limit(5.0, defect=23.0))
+        if copier is not None:
+            copier.join(SETTLE_S)
+        log = web.log()
+        assert '"GET /?token=… HTTP/1.1" 200' in log, "the access log is there, and it was written"
+        assert "GET /download/nothing?token=… HTTP/1.1" in log
+        shown = 1 if on_a_terminal else 0  # the start line on a terminal, as Jupyter's
+        assert log.count(web.token) == shown, f"the token is in web's log {log.count(web.token)} times"
+        assert "a-guess" not in log, "a guessed token is in web's log"
+        if how != signal.SIGKILL:  # nothing runs after a SIGKILL
+            assert code == 0, f"web ended with status {code} on {how.name}: {log}"
+            assert "Event loop is closed" not in log and "Traceback" not in log, log
+            assert not kept.exists(), f"the URL with the token is still kept in {kept} after web stopped"
     finally:
         web.stop()

@@ -1,16 +1,18 @@
 """`sparktop web`'s sessions are bounded (issue #31 items 4 and 5, issue #32 item 12).
 
-Real servers and real WebSocket clients (aiohttp), real processes counted: a real `sparktop web --demo`, and
-textual-serve's server (sparktop's GuardedServer) running a session command that plays a hostile or a
-watching session (it ignores SIGTERM and never reads its input; it writes down the size it was given).
+Real servers and real WebSocket clients (aiohttp), real processes counted: textual-serve's server (sparktop's
+GuardedServer), one for the module, running a session command that plays a hostile or a watching session
+(it ignores SIGTERM and never reads its input; it writes down the size it was given).
+
+With a real `sparktop web --demo` (tests/integration/test_web_guard.py, which shares its servers and sessions
+among these checks): the cap with closed sessions still quitting, a session's address-space limit, and the
+exit on SIGHUP and SIGTERM (status 0, quietly).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -24,13 +26,12 @@ import aiohttp
 import psutil
 import pytest
 
-from sparktop.web.browser_server import INPUT_WAIT_S, MAX_HEIGHT, MAX_WIDTH, QUIT_WAIT_S, TERM_WAIT_S
-from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
+from sparktop.web.browser_server import MAX_HEIGHT, MAX_WIDTH
 from tests.fixtures.exporters import free_port, stop_process
-from tests.fixtures.web import Web, start_web
+from tests.fixtures.load import load_per_core
 
 # A machine shared with other test runs is slow: deadlines are generous, the defects were far beyond them.
-LOAD = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+LOAD = load_per_core()
 SETTLE_S = 20.0 * LOAD
 WebSocket = aiohttp.ClientWebSocketResponse
 
@@ -105,6 +106,19 @@ class Served:
     process: subprocess.Popen[bytes]
     port: int
     notes: Path
+    script: Path  # what each session runs: the test's, written by `play`
+
+    def play(self, session_script: str) -> None:
+        """The sessions started from now on run `session_script`, their notes in an empty file."""
+        self.script.write_text(textwrap.dedent(session_script))
+        self.notes.write_text("")
+
+    def end_sessions(self) -> None:
+        """SIGKILL to the sessions still running (the test's own: the module's tests run one at a time)."""
+        sessions = self.sessions()
+        for session in sessions:
+            session.kill()
+        psutil.wait_procs(sessions, timeout=SETTLE_S)
 
     @property
     def base(self) -> str:
@@ -124,14 +138,14 @@ class Served:
         return await client.ws_connect(f"{self.base}/ws?token=t0ken{query}", headers={"Origin": self.base})
 
 
-async def connect_when_free(served: Served, client: aiohttp.ClientSession) -> WebSocket:
+async def connect_when_free(served: Served, client: aiohttp.ClientSession, query: str = "") -> WebSocket:
     """A connection as soon as a slot is free: the server frees one when it has seen the session's process
     end (it polls it), a moment after this test may have; well before an old aiohttp's 10 s close timeout,
     which held the slot once the process was gone."""
     deadline = time.monotonic() + min(5.0 * LOAD, 8.0)
     while True:
         try:
-            return await served.connect(client)
+            return await served.connect(client, query)
         except aiohttp.WSServerHandshakeError as refused:
             if refused.status != 503 or time.monotonic() > deadline:
                 raise
@@ -139,15 +153,10 @@ async def connect_when_free(served: Served, client: aiohttp.ClientSession) -> We
 
 
 def serve(
-    tmp_path: Path,
-    session_script: str,
-    max_sessions: int = 1,
-    input_wait_s: float = INPUT_WAIT_S,
-    quit_wait_s: float = QUIT_WAIT_S,
-    term_wait_s: float = TERM_WAIT_S,
+    tmp_path: Path, max_sessions: int, input_wait_s: float, quit_wait_s: float, term_wait_s: float
 ) -> Served:
     script = tmp_path / "session.py"
-    script.write_text(textwrap.dedent(session_script))
+    script.touch()
     notes = tmp_path / "notes"
     notes.touch()
     port = free_port()
@@ -157,7 +166,7 @@ def serve(
          str(input_wait_s), str(quit_wait_s), str(term_wait_s)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    served = Served(process, port, notes)
+    served = Served(process, port, notes, script)
     deadline = time.monotonic() + SETTLE_S
     while time.monotonic() < deadline:
         try:
@@ -169,31 +178,43 @@ def serve(
     pytest.fail("the server did not listen", pytrace=False)
 
 
-@pytest.fixture
-def stubborn(tmp_path: Path) -> Iterator[Served]:
-    # A session ends 2 s after input it does not take (the defect: never); asked to quit, it has 1 s, then
-    # 2 s after SIGTERM: the slot must stay taken all the while, which a client sees at once.
-    served = serve(tmp_path, STUBBORN, input_wait_s=2.0, quit_wait_s=1.0, term_wait_s=2.0)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server for the module's tests (a start is ~0.6 s of CPU), one session at a time; each test says
+    what its sessions run. A session ends 2 s after input it does not take (the defect: never); asked to
+    quit, it has 1 s, then 2 s after SIGTERM: the slot must stay taken all the while, which a client sees at
+    once."""
+    served = serve(
+        tmp_path_factory.mktemp("served"), max_sessions=1, input_wait_s=2.0, quit_wait_s=1.0, term_wait_s=2.0
+    )
     try:
         yield served
     finally:
-        for session in served.sessions():
-            session.kill()
+        served.end_sessions()
         stop_process(served.process, 10)
+
+
+def playing(server: Served, session_script: str) -> Iterator[Served]:
+    server.play(session_script)
+    try:
+        yield server
+    finally:
+        server.end_sessions()  # the next test's first session waits for the slot (connect_when_free)
 
 
 @pytest.fixture
-def watcher(tmp_path: Path) -> Iterator[Served]:
-    served = serve(tmp_path, WATCHER)
-    try:
-        yield served
-    finally:
-        stop_process(served.process, 10)
+def stubborn(server: Served) -> Iterator[Served]:
+    yield from playing(server, STUBBORN)
+
+
+@pytest.fixture
+def watcher(server: Served) -> Iterator[Served]:
+    yield from playing(server, WATCHER)
 
 
 async def test_a_busy_session_that_ignores_sigterm_is_killed_when_its_socket_closes(stubborn: Served) -> None:
     async with client() as first:
-        ws = await stubborn.connect(first)
+        ws = await connect_when_free(stubborn, first)
         await ws.receive(timeout=SETTLE_S)  # it draws
         (process,) = stubborn.sessions()
         await ws.close()
@@ -216,7 +237,7 @@ async def test_a_session_that_takes_no_input_ends_when_its_socket_closes(stubbor
     """Keys typed into a session that reads none fill its input pipe; the server, waiting to deliver them,
     must still see the socket close and end the session."""
     async with client() as session:
-        ws = await stubborn.connect(session)
+        ws = await connect_when_free(stubborn, session)
         await ws.receive(timeout=SETTLE_S)
         (process,) = stubborn.sessions()
         for _ in range(64):  # 1 MiB of keys: far more than a pipe holds
@@ -230,7 +251,7 @@ async def test_a_session_that_takes_no_input_ends_when_its_socket_closes(stubbor
 
 async def test_a_browser_gets_no_terminal_larger_than_a_screen(watcher: Served) -> None:
     async with client() as session:
-        ws = await watcher.connect(session, "&width=20000&height=5000")
+        ws = await connect_when_free(watcher, session, "&width=20000&height=5000")
         await ws.send_json(["resize", {"width": 6000, "height": 2000}])
         await ws.send_json(["resize", {"width": -5, "height": "x"}])
         await ws.send_json(["resize", {"width": 120, "height": 40}])
@@ -242,116 +263,3 @@ async def test_a_browser_gets_no_terminal_larger_than_a_screen(watcher: Served) 
     assert seen[0] == {"start": [str(MAX_WIDTH), str(MAX_HEIGHT)]}
     sizes = [(m["width"], m["height"]) for m in seen[1:] if m.get("type") == "resize"]
     assert sizes == [(MAX_WIDTH, MAX_HEIGHT), (10, 24), (120, 40), (100, 30)]
-
-
-# --- a real `sparktop web` --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def web() -> Iterator[Web]:
-    server = start_web("--max-sessions", "2")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-async def test_sessions_closed_while_drawing_never_outnumber_the_cap_and_each_bounds_its_memory(
-    web: Web,
-) -> None:
-    """As reported: sessions opened large and closed while they draw, and new ones asked for at once. A new
-    session is let in only while the dashboards still alive (those closed included) are under the cap: the
-    defect freed a slot when its socket closed and let a new dashboard start beside the one still quitting.
-    (Six rounds of open-draw-close, once, saw no overlap once sizes were clamped: a closed dashboard quits
-    within a round. Asking at the moment of the close, the defect is caught on every run.)
-
-    The first session let in also shows that a session bounds its own memory: it draws a whole frame at the
-    largest size under its address-space limit (a session of its own for that was ~1 s of CPU more)."""
-    most = 0
-    sampling = True
-
-    async def sample() -> None:  # all along, whatever the moments checked below
-        nonlocal most
-        while sampling:
-            most = max(most, len(web.sessions()))
-            await asyncio.sleep(0.05)
-
-    async def open_large(session: aiohttp.ClientSession) -> WebSocket:
-        return await session.ws_connect(f"{web.base}/ws?width=1500&height=500", headers={"Origin": web.base})
-
-    sampler = asyncio.create_task(sample())
-    try:
-        async with client() as session:
-            async with session.get(web.url) as page:  # the cookie
-                assert page.status == 200
-            first = [await open_large(session) for _ in range(2)]
-            for ws in first:
-                await ws.receive(timeout=SETTLE_S)  # it has started drawing
-            closing = web.sessions()
-            assert len(closing) == 2
-            for ws in first:
-                await ws.close()
-            # At once: each new session let in must find the closed dashboards gone but for the cap's room.
-            admitted = 0
-            deadline = time.monotonic() + 2 * SETTLE_S
-            while admitted < 2:
-                try:
-                    ws = await open_large(session)
-                except aiohttp.WSServerHandshakeError as refused:
-                    assert refused.status == 503 and time.monotonic() < deadline, refused
-                    await asyncio.sleep(0.05)
-                    continue
-                admitted += 1
-                still = [p for p in closing if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-                assert len(still) + admitted <= 2, f"let in beside {len(still)} closed dashboards still alive"
-                if admitted == 1:
-                    await draws_at_the_largest_size_within_its_limit(ws, web, closing)
-                else:
-                    await ws.receive(timeout=SETTLE_S)
-                await ws.close()
-        assert await until(lambda: not web.sessions(), 2 * SETTLE_S), "sessions outlived their sockets"
-    finally:
-        sampling = False
-        await sampler
-    assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
-
-
-async def draws_at_the_largest_size_within_its_limit(
-    ws: WebSocket, web: Web, others: list[psutil.Process]
-) -> None:
-    """The session on `ws` (the one of web's sessions not in `others`) draws its whole first frame at the
-    largest size, and its address space is capped at SESSION_ADDRESS_SPACE, soft and hard."""
-    seen = ""
-    deadline = time.monotonic() + 2 * SETTLE_S
-    while "Memory pool" not in seen and time.monotonic() < deadline:  # it runs at the largest size
-        message = await ws.receive(timeout=SETTLE_S)
-        if message.type == aiohttp.WSMsgType.BINARY:
-            seen += message.data.decode("utf-8", "replace")
-    assert "Memory pool" in seen
-    (process,) = [p for p in web.sessions() if p not in others]
-    limits = Path(f"/proc/{process.pid}/limits").read_text()
-    line = next(line for line in limits.splitlines() if line.startswith("Max address space"))
-    soft, hard = line.split()[3:5]
-    assert int(soft) == int(hard) == SESSION_ADDRESS_SPACE, line
-
-
-@pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
-async def test_web_exits_0_on_sighup_and_sigterm_and_quietly(how: signal.Signals) -> None:
-    web = start_web()
-    try:
-        async with client() as session:
-            async with session.get(web.url) as page:
-                assert page.status == 200
-            sockets = []
-            for _ in range(2):
-                url = f"{web.base}/ws?width=100&height=30"
-                ws = await session.ws_connect(url, headers={"Origin": web.base})
-                await ws.receive(timeout=SETTLE_S)
-                sockets.append(ws)
-            web.process.send_signal(how)
-            code = await asyncio.to_thread(web.process.wait, 2 * SETTLE_S)
-        assert code == 0, web.log()
-        log = web.log()
-        assert "Event loop is closed" not in log and "Traceback" not in log, log
-    finally:
-        web.stop()
