@@ -6,6 +6,10 @@ ignoring SIGTERM never produces a StopTimeout on a real engine. Only a hung runt
 containerd shim is SIGSTOPped (engine.hung_runtime), the engine's stop call never returns and
 our HTTP deadline ends it. The test then lets the runtime move again and confirms the kill. The kill of a
 container that truly will not die is shown on the demo controller in tests/ui/test_stop.py.
+
+Each app here is ~0.4 s of CPU and each container ~0.25 s: the tests whose container must stay running share
+one (`bystander`, each checks it still runs), and a test that stops one container checks every outcome of
+its dialog on it (cancel first, then stop).
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docker.models.containers import Container
 
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
 from sparktop.core.format import fmt_bytes
 from sparktop.settings.config import Config
 from sparktop.sources.live import LiveSource
+from sparktop.stopping.stop_book import Report
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable
@@ -35,6 +41,18 @@ SHM = 64_000_000  # far above an idle container's few MB; small beside the guard
 SHM_HOLDER = f"sh -c 'trap \"exit 0\" TERM; head -c {SHM} /dev/zero > /dev/shm/x; sleep 3600 & wait'"
 POLITE = "sh -c 'trap \"exit 0\" TERM; sleep 3600 & wait'"
 STUBBORN = "sh -c 'trap \"\" TERM; sleep 3600'"
+
+
+@pytest.fixture(scope="module")
+def bystander(docker_engine: DockerEngine) -> Iterator[Container]:
+    """A container the module's tests leave running (read-only keys, a stop refused or failed, another
+    engine's): each checks it still runs. Of a compose project, for `S`."""
+    labels = {"com.docker.compose.project": unique_name("ro-lab"), "com.docker.compose.service": "x"}
+    container = docker_engine.run(unique_name("bystander"), POLITE, labels=labels)
+    try:
+        yield container
+    finally:
+        docker_engine.remove([container.id])
 
 
 @pytest.fixture(autouse=True)
@@ -134,12 +152,26 @@ def log_lines(path: Path) -> list[list[str]]:
 # --- stop, cancel ---------------------------------------------------------------------------------------
 
 
-async def test_stop_a_container_holding_shm_frees_it(docker_engine, docker_run, state_dir) -> None:
+async def test_cancel_leaves_it_running_and_stop_frees_its_shm(docker_engine, docker_run, state_dir) -> None:
+    """The dialog's two answers on one container (one app, one container): Cancel, focused, leaves it
+    running and logs nothing; then `y` stops it and says what it freed."""
     c = docker_run(unique_name("shm-stop"), SHM_HOLDER, shm_size="300m")
     wait_for_shm(c)
     app = live_app(docker_engine.socket_url)
     async with app.run_test(size=(140, 36)) as pilot:
         await select(app, pilot, c.id)
+        await pilot.press("s")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert app.screen.focused is not None and app.screen.focused.id == "cancel", "Cancel is not focused"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen), "Cancel left the dialog open"
+        time.sleep(1.0)
+        await app.refresh_once()
+        assert running(docker_engine, c.id), "Cancel stopped the container"
+        assert c.id in {x.id for x in app.session.latest.containers}
+        assert app.stops.pending == {} and log_lines(state_dir) == [], "Cancel logged or left a stop pending"
+
         await pilot.press("s")
         assert isinstance(app.screen, ConfirmScreen)
         assert app.screen.focused is not None and app.screen.focused.id == "cancel"
@@ -168,23 +200,6 @@ async def test_stop_a_container_holding_shm_frees_it(docker_engine, docker_run, 
         assert report.startswith(f"stopped {c.name} — freed {fmt_bytes(max(0, freed))}"), report
         ((_, action, target, result),) = log_lines(state_dir)
         assert (action, target, result) == ("stop", f"container {c.name} ({c.id[:12]})", "stopped")
-
-
-async def test_cancel_leaves_it_running(docker_engine, docker_run, state_dir) -> None:
-    c = docker_run(unique_name("cancel"), POLITE)
-    app = live_app(docker_engine.socket_url)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)
-        await pilot.press("s")
-        assert app.screen.focused.id == "cancel"
-        await pilot.press("enter")
-        await settle(app, pilot)
-        assert not isinstance(app.screen, ConfirmScreen)
-        time.sleep(1.0)
-        await app.refresh_once()
-        assert running(docker_engine, c.id)
-        assert c.id in {x.id for x in app.session.latest.containers}
-        assert app.stops.pending == {} and log_lines(state_dir) == []
 
 
 # --- timeout, then kill ---------------------------------------------------------------------------------
@@ -259,17 +274,9 @@ async def test_compose_project_stop(docker_engine, docker_run, state_dir) -> Non
 # --- read-only ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["flag", "config"])
-async def test_read_only(docker_engine, docker_run, state_dir, how: str) -> None:
-    c = docker_run(
-        unique_name("ro"),
-        POLITE,
-        labels={"com.docker.compose.project": "ro-lab", "com.docker.compose.service": "x"},
-    )
-    if how == "flag":
-        app = live_app(docker_engine.socket_url, read_only=True)
-    else:
-        app = live_app(docker_engine.socket_url, Config(read_only=True))
+async def test_read_only_keys_do_nothing(docker_engine, bystander, state_dir) -> None:
+    c = bystander
+    app = live_app(docker_engine.socket_url, read_only=True)
     async with app.run_test(size=(120, 36)) as pilot:
         await select(app, pilot, c.id)
         for key in ("s", "S", "K", "k"):
@@ -282,24 +289,16 @@ async def test_read_only(docker_engine, docker_run, state_dir, how: str) -> None
         assert log_lines(state_dir) == []
 
 
+def test_read_only_in_the_config_is_the_flags(docker_engine) -> None:
+    """`read_only = true` in the config makes the app read-only as --read-only does: the stop book its keys
+    ask says so (test_read_only_keys_do_nothing presses them on a flag-made one)."""
+    app = live_app(docker_engine.socket_url, Config(read_only=True))
+    assert app.read_only, "read_only in the config did not make the app read-only"
+    assert not app.stops.book.available, "the stop keys are available with read_only in the config"
+    assert app.stops.book.control_refusal() == Report(READ_ONLY, "warning")
+
+
 # --- when Docker is not there ---------------------------------------------------------------------------
-
-
-async def test_socket_missing(docker_engine, docker_run, state_dir) -> None:
-    c = docker_run(unique_name("nosock"), POLITE)
-    url = docker_engine.missing_socket_url()
-    app = live_app(url)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)  # found by its cgroup, shown by ID
-        assert app.dashboard.selected_container().label == c.id[:12]
-        await confirm(app, pilot, "s", "y")
-        await settle(app, pilot)
-        path = url[len("unix://") :]
-        assert app.stops.reports[-1] == f"Docker socket {path} not found — is the Docker engine running?"
-        assert app.is_running and app.stops.pending == {}
-        assert running(docker_engine, c.id)
-        ((_, _, _, result),) = log_lines(state_dir)
-        assert result.startswith("failed: Docker socket")
 
 
 async def test_container_already_gone(docker_engine, docker_run, state_dir) -> None:
@@ -362,45 +361,61 @@ async def test_engine_crashed_mid_stop(spare_engine: DockerEngine, state_dir) ->
         assert status_cell(app, c.id) != "stopping…"
 
 
-def _stop_as_nobody(url: str, cid: str, state: str | None) -> list[str]:
-    """In a child running as nobody (not in the docker group): s, y on the container, until the stop says
-    how it went. With no state directory, the same flow in this process, as root, on a container of its
-    own: it loads every module the child will need (the child cannot read root's Python installation,
-    /root being 0700)."""
+async def _stop(url: str, cid: str) -> tuple[str, list[str], bool, bool]:
+    """s, y on the container, until the stop says how it went: the label of its row, the reports, whether the
+    app still runs and whether no stop is left pending."""
+    app = live_app(url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(app, pilot, cid)
+        selected = app.dashboard.selected_container()
+        assert selected is not None
+        await confirm(app, pilot, "s", "y")
+        # The answer's stop starts a moment after the dialog goes (its callback), and a stop that went
+        # through is said once a sample shows the container gone: sampled until something is said.
+        await sample_until(app, pilot, lambda: bool(app.stops.reports))
+        await settle(app, pilot)
+        return selected.label, [*app.stops.reports], app.is_running, app.stops.pending == {}
+
+
+def _stop_as_nobody(url: str, cid: str, state: str) -> tuple[str, list[str], bool, bool]:
+    """`_stop` in a child running as nobody (not in the docker group), its state in `state`."""
     import asyncio
 
-    if state is not None:
-        os.environ["XDG_STATE_HOME"] = state
-
-    async def go() -> list[str]:
-        app = live_app(url)
-        async with app.run_test(size=(120, 36)) as pilot:
-            await select(app, pilot, cid)
-            await confirm(app, pilot, "s", "y")
-            # The answer's stop starts a moment after the dialog goes (its callback), and a stop that went
-            # through is said once a sample shows the container gone: sampled until something is said.
-            await sample_until(app, pilot, lambda: bool(app.stops.reports))
-            await settle(app, pilot)
-            return [*app.stops.reports, str(app.is_running)]
-
-    return asyncio.run(go())
+    os.environ["XDG_STATE_HOME"] = state
+    return asyncio.run(_stop(url, cid))
 
 
-def test_permission_denied_on_the_socket(docker_engine, docker_run, tmp_path: Path) -> None:
-    c = docker_run(unique_name("guarded"), POLITE)
+def test_a_missing_socket_then_permission_denied_on_it(
+    docker_engine, bystander, tmp_path: Path, state_dir
+) -> None:
+    """Neither stops anything, each says why in one line, and the app goes on.
+
+    The missing socket's stop, as root in this process, is also the rehearsal the child needs: it loads every
+    module the child's stop will (the engine's client and transport: its connect fails the same way), which
+    the child cannot read, /root being 0700. (Without one its stop failed without a word, unless a test
+    before it in the worker had stopped a container.)"""
+    import asyncio
+
+    c = bystander
+    missing = docker_engine.missing_socket_url()
+    label, reports, app_running, none_pending = asyncio.run(_stop(missing, c.id))
+    assert label == c.id[:12], "found by its cgroup, shown by ID"
+    path = missing[len("unix://") :]
+    assert reports[-1] == f"Docker socket {path} not found — is the Docker engine running?", reports
+    assert app_running and none_pending
+    assert running(docker_engine, c.id)
+    ((_, _, _, result),) = log_lines(state_dir)
+    assert result.startswith("failed: Docker socket"), result
+
     state = tmp_path / "nobody-state"
     state.mkdir()
     os.chmod(tmp_path, 0o755)
     os.chown(state, 65534, 65534)
-    # Rehearsed here as root, the stop included, on a container of its own. Cancelled (as it was), it left
-    # the stop's own imports (the engine's client and transport) to the child, which cannot read them: its
-    # stop failed without a word, unless a test before it in the worker had stopped a container.
-    rehearsal = docker_run(unique_name("rehearsal"), POLITE)
-    said = _stop_as_nobody(docker_engine.socket_url, rehearsal.id, None)
-    assert said[-2].startswith(f"stopped {rehearsal.name}"), said
-    reports = run_as_user(_stop_as_nobody, docker_engine.socket_url, c.id, str(state))
-    assert reports[-1] == "True"
-    assert reports[-2] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}"
+    _, reports, app_running, none_pending = run_as_user(
+        _stop_as_nobody, docker_engine.socket_url, c.id, str(state)
+    )
+    assert reports[-1] == f"permission denied on {docker_engine.socket_path} — {GROUP_HINT}", reports
+    assert app_running and none_pending
     assert running(docker_engine, c.id)
 
 
@@ -408,12 +423,12 @@ def test_permission_denied_on_the_socket(docker_engine, docker_run, tmp_path: Pa
 
 
 async def test_a_container_of_another_engine_is_named_so_and_offers_no_stop(
-    docker_engine: DockerEngine, spare_engine: DockerEngine, docker_run, state_dir: Path
+    docker_engine: DockerEngine, spare_engine: DockerEngine, bystander: Container, state_dir: Path
 ) -> None:
     """Two real engines on one machine; sparktop talks to the spare one and sees the other's container
     through its cgroup only: the row says whose it is and `s` explains instead of a dialog that would end
     in "is already gone"."""
-    theirs = docker_run(unique_name("other-engine"), POLITE)
+    theirs = bystander
     ours = spare_engine.run(unique_name("ours"), POLITE)
     app = live_app(spare_engine.socket_url)
     async with app.run_test(size=(120, 36)) as pilot:
