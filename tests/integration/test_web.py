@@ -101,7 +101,12 @@ def _containers(web: Web) -> list[str]:
 
 def test_browser_view(web: Web, browser: webdriver.Chrome) -> None:
     browser.get(web.url)
-    _wait("the dashboard", lambda: "Memory pool" in _screen_text(browser))
+    # The first frame may come in several messages (and the page's script, drawing on a 2D canvas, may take
+    # them in a moment apart): waited for until it shows all that is checked below.
+    first_frame = ("Memory pool", "Dashboard", "ssd-tetris-train-1")
+    _wait(
+        f"the dashboard showing {first_frame}", lambda: all(t in _screen_text(browser) for t in first_frame)
+    )
     shown = _screen_text(browser)
     header = next(line for line in shown.splitlines() if "sparktop" in line)
     assert "BROWSER" in header and "READ-ONLY" in header and "ACTIONS ALLOWED" not in header
