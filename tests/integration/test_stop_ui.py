@@ -31,6 +31,7 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable
 from sparktop.ui.stop_keys import READ_ONLY
+from tests.fixtures.load import load_per_core
 from tests.fixtures.sources import NoGpu
 from tests.integration.engine import DockerEngine, hung_runtime, run_as_user, unique_name
 
@@ -82,7 +83,7 @@ def running(engine: DockerEngine, cid: str) -> bool:
 
 def wait_for_shm(container, timeout: float = 30.0) -> None:
     """Until the container's /dev/shm holds the 64 MB (seen from inside: `du` of the tmpfs)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * load_per_core()
     while True:
         out = container.exec_run(["sh", "-c", "ls -l /dev/shm/x"]).output.decode()
         parts = out.split()
@@ -108,7 +109,7 @@ async def confirm(app: SparktopApp, pilot, key: str, answer: str) -> None:
     """`key`, then `answer` once its dialog is up: pressed at once, on a machine loaded by a second suite the
     answer could reach the dashboard before the dialog had come."""
     await pilot.press(key)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 10 * load_per_core()
     while not (isinstance(app.screen, ConfirmScreen) and app.screen.focused is not None):  # mounted
         assert time.monotonic() < deadline, f"no dialog after {key!r}; reports: {app.stops.reports}"
         await pilot.pause(0.05)
@@ -121,7 +122,7 @@ async def settle(app: SparktopApp, pilot) -> None:
 
 
 async def sample_until(app: SparktopApp, pilot, done, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * load_per_core()
     while not done():
         assert time.monotonic() < deadline, f"gave up waiting; reports: {app.stops.reports}"
         await app.refresh_once()
