@@ -4,9 +4,9 @@ Real servers and real WebSocket clients (aiohttp), real processes counted: textu
 GuardedServer), one for the module, running a session command that plays a hostile or a watching session
 (it ignores SIGTERM and never reads its input; it writes down the size it was given).
 
-With a real `sparktop web --demo` (tests/integration/test_web_guard.py, which shares its servers and sessions
-among these checks): the cap with closed sessions still quitting, a session's address-space limit, and the
-exit on SIGHUP and SIGTERM (status 0, quietly).
+Checked on a real `sparktop web --demo` in tests/integration/test_web_guard.py, where each web and session
+serves several checks: the cap with closed sessions still quitting, a session's address-space limit, and
+the exit on SIGHUP and SIGTERM (status 0, quietly).
 """
 
 from __future__ import annotations
