@@ -22,7 +22,7 @@ from sparktop.ui.widgets.creep_alerts import creep_text
 from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.models_panel import ModelsPanel
 from sparktop.ui.widgets.pressure_panel import PressurePanel
-from tests.ui.demo_session import default_palette
+from tests.fixtures.demo_session import default_palette
 
 
 def budget_bar(session: Session, units: str = "GiB", palette: Palette | None = None) -> BudgetBar:

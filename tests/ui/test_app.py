@@ -23,12 +23,10 @@ from sparktop.ui.widgets.gpu_panel import GpuPanel
 from sparktop.ui.widgets.history_chart import HistoryChart
 from sparktop.ui.widgets.pressure_panel import PressurePanel
 from sparktop.ui.widgets.status_line import StatusLine
-from tests.fixtures.demo_session import demo_session
+from tests.fixtures.demo_session import default_palette, demo_session
 from tests.fixtures.load import wall_limit
 from tests.fixtures.sources import NoGpuDemo
 from tests.ui.demo_app import SEVEN_MINUTES, make_app, reset_dashboard, shared_app, warm_app
-from tests.ui.demo_session import default_palette
-from tests.ui.demo_session import demo_session as old_demo_session
 from tests.ui.frame import budget_bar, creep_block, pressure_panel
 
 # `dashboard` below: one app for the module. The checks without an app are async too, as the module's
@@ -573,7 +571,7 @@ async def test_no_gpu_is_explained_in_one_line() -> None:
 
 
 async def test_units_gb_and_thresholds_from_config() -> None:
-    session = old_demo_session(warmup=3, config=Config(units="GB", safe_gb=60, max_gb=90))
+    session = demo_session(warmup=3, config=Config(units="GB", safe_gb=60, max_gb=90)).session
     text = rendered(budget_bar(session, units="GB"))
     assert "pool 130.7 GB" in text
     assert "safe 60 GB" in text and "aggressive 90 GB" in text

@@ -16,8 +16,8 @@ from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from sparktop.ui.widgets.gpu_memory_bar import GpuMemoryBar
 from sparktop.ui.widgets.status_line import StatusLine
+from tests.fixtures.demo_session import default_palette, demo_session
 from tests.ui.demo_app import reset_dashboard, shared_app
-from tests.ui.demo_session import default_palette, demo_session
 
 # The checks that read the discrete machine's dashboard (at a size) share one; they run in the module's event
 # loop (`in_module_loop`).
@@ -49,8 +49,8 @@ async def test_discrete_gpu_has_a_memory_bar_of_its_own(discrete: tuple[Sparktop
 
 def test_containers_table_shows_gpu_memory_on_a_discrete_gpu() -> None:
     """The Containers table's row and GPU cell, through the row and cell functions the table draws with, on
-    the session the dashboard holds after its warm-up (no app: tests/ui/demo_session.py)."""
-    session = demo_session("discrete", warmup=30)
+    the session the dashboard holds after its warm-up (no app: tests/fixtures/demo_session.py)."""
+    session = demo_session("discrete", warmup=30).session
     snapshot = session.latest
     assert snapshot is not None and snapshot.accounting is not None
     consumers = {c.label: c for c in snapshot.accounting.consumers}
@@ -70,7 +70,7 @@ def test_a_spark_has_no_second_bar_and_says_unified_memory() -> None:
     session, no app."""
     from sparktop.core.machine import machine_label
 
-    snapshot = demo_session("default", warmup=3).latest
+    snapshot = demo_session("default", warmup=3).session.latest
     assert snapshot is not None and snapshot.accounting is not None
     gpu_bar = GpuMemoryBar()
     gpu_bar.show(snapshot.accounting.gpu_memory, {}, "GiB", default_palette())

@@ -35,8 +35,8 @@ from sparktop.ui.screens.confirm import ConfirmScreen, project_dialog, stop_dial
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from sparktop.ui.toasts import plain_toast
 from sparktop.ui.widgets.budget_bar import BudgetBar
+from tests.fixtures.demo_session import default_palette
 from tests.ui.demo_app import screen_text, wait_for_catalog
-from tests.ui.demo_session import default_palette
 
 if TYPE_CHECKING:
     from sparktop.plan.catalog import Catalog
