@@ -592,3 +592,60 @@ async def test_the_head_gives_what_is_in_use_as_the_verdict_does_and_fits_80_col
     (in_head,) = re.findall(r"live: (\d+(?:\.\d+)?) GB in use", text)
     assert re.match(rf"{re.escape(in_head)} GB: over", verdict), (text, verdict)
     assert "pool 130.7 GB" in text, text
+
+
+async def test_edit_form_rows_focus_order_and_the_model_dropdown_lists_every_model(whatif) -> None:
+    """The form as the user sees it, whatever containers lay it out (issue 33 moved its rows into one grid to
+    open it sooner): each row's label, field and unit on one line, in the plan's order, the fields in one
+    column, a switch's word right beside it; Tab visits the fields in that order, then Save and Cancel. The
+    model's dropdown lists every model of the catalog and picks the one chosen."""
+    app, pilot, pane = whatif
+    assert pane.plan is not None and pane.catalog is not None
+    uid = pane.add("llama3.1:70b")
+    await pilot.pause()
+    screen = await edit_selected(app, pilot, pane)
+    fields = screen.query_one("#fields")
+    params = list(screen.params.values())
+    assert [p.key for p in params][:3] == ["label", "kind", "gpu_use"] and len(params) >= 10
+
+    widths = set()
+    for p in params:
+        field = screen.query_one(f"#field-{p.key}")
+        unit = screen.query_one(f"#unit-{p.key}", Label)
+        label = next(w for w in fields.query(Label) if str(w.render()).startswith(p.label))
+        assert label.region.x == fields.content_region.x, p.key
+        assert label.region.y == field.region.y == unit.region.y, (p.key, label.region, field.region)
+        assert label.region.right <= field.region.x, p.key
+        if isinstance(field, Switch):
+            assert unit.region.x == field.region.right, ("the word right beside the switch", p.key)
+        else:
+            assert field.region.x == label.region.right and unit.region.x == field.region.right, p.key
+            assert unit.region.right == fields.content_region.right, p.key
+            widths.add(field.region.width)
+    assert len(widths) == 1, f"the fields share one column: {widths}"
+
+    visited = [app.focused]
+    for _ in range(len(params) + 1):
+        await pilot.press("tab")
+        visited.append(app.focused)
+    assert [w.id for w in visited if w is not None] == [f"field-{p.key}" for p in params] + ["save", "cancel"]
+
+    model = screen.query_one("#field-model", Select)
+    model.focus()
+    await pilot.press("enter")  # the dropdown opens
+    await pilot.pause()
+    overlay = model.query_one(OptionList)
+    assert overlay.display and app.focused is overlay
+    shown = [str(overlay.get_option_at_index(i).prompt) for i in range(overlay.option_count)]
+    assert shown == list(pane.catalog.model_names()), "every model of the catalog, in its order"
+    assert shown[overlay.highlighted or 0] == model.value == "llama-3.1-70b"
+    target = "qwen3-0.6b"
+    for _ in range(shown.index(target) - shown.index("llama-3.1-70b")):
+        await pilot.press("down")
+    await pilot.press("enter")
+    await pilot.pause()
+    assert not overlay.display and model.value == target and app.focused is model
+    await pilot.press("ctrl+s")
+    await pilot.pause()
+    assert not isinstance(app.screen, PlanEditScreen)
+    assert pane.plan.resolve(uid).values["model"] == target

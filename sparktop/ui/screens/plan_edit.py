@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.validation import ValidationResult, Validator
+from textual.widget import Widget
 from textual.widgets import Button, Input, Label, Select, Static, Switch
 
 from sparktop.plan import Param, Plan, PlanError
@@ -60,12 +61,16 @@ class PlanEditScreen(ModalScreen[bool]):
         border: thick $primary; background: $surface; padding: 0 1;
     }
     PlanEditScreen #title { text-style: bold; width: 1fr; }
-    PlanEditScreen #fields { height: auto; max-height: 70vh; margin: 1 0; }
-    PlanEditScreen .row { height: auto; margin-bottom: 0; }
-    PlanEditScreen .row > Label { width: 24; padding: 0 1 0 0; }
-    PlanEditScreen .row > Switch { border: none; height: 1; width: 10; padding: 0 1; }
-    PlanEditScreen .row > Input, PlanEditScreen .row > Select { width: 1fr; }
-    PlanEditScreen .row > .unit { width: 8; padding: 0 0 0 1; color: $text-muted; }
+    PlanEditScreen #fields {
+        height: auto; max-height: 70vh; margin: 1 0;
+        layout: grid; grid-size: 3; grid-columns: 24 1fr 8; grid-rows: auto;
+    }
+    PlanEditScreen #fields > Label { width: 24; padding: 0 1 0 0; }
+    PlanEditScreen #fields > .switch { column-span: 2; height: auto; }
+    PlanEditScreen #fields Switch { border: none; height: 1; width: 10; padding: 0 1; }
+    PlanEditScreen #fields > Input, PlanEditScreen #fields > Select { width: 1fr; }
+    PlanEditScreen #fields .unit { width: 8; padding: 0 0 0 1; color: $text-muted; }
+    PlanEditScreen #fields > .no-unit { column-span: 2; margin-right: 8; }
     PlanEditScreen #error { color: $error; height: auto; }
     PlanEditScreen #buttons { height: auto; align-horizontal: right; }
     PlanEditScreen #buttons Button { margin-left: 1; }
@@ -87,13 +92,14 @@ class PlanEditScreen(ModalScreen[bool]):
             yield Label(f"Edit {self.name_shown}", id="title", markup=False)
             with VerticalScroll(id="fields"):
                 for param in self.params.values():
-                    yield self._row(param)
+                    yield from self._row(param)
             yield Static("", id="error", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Save", variant="primary", id="save", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
 
-    def _row(self, p: Param) -> Horizontal:
+    def _row(self, p: Param) -> tuple[Widget, ...]:
+        """The field's three cells in the grid: its label, its widget and the unit (a switch's on/off)."""
         field_id = f"field-{p.key}"
         widget: Input | Select[str] | Switch
         if p.type == "choice" and p.choices:
@@ -114,11 +120,13 @@ class PlanEditScreen(ModalScreen[bool]):
                 compact=True,
             )
         widget.tooltip = p.help or None
-        label = Label(p.label + (" *" if p.overridden else ""), markup=False)
         # A switch shows its state by colour only: the word beside it says it too.
         unit_text = _on_off(bool(p.value)) if isinstance(widget, Switch) else p.unit
+        label = Label(p.label + (" *" if p.overridden else ""), markup=False)
         unit = Label(unit_text, classes="unit", id=f"unit-{p.key}", markup=False)
-        return Horizontal(label, widget, unit, classes="row")
+        if isinstance(widget, Switch):  # its word right beside it, as a switch is narrower than its column
+            return label, Horizontal(widget, unit, classes="switch")
+        return label, widget, unit
 
     @on(Switch.Changed)
     def _switched(self, event: Switch.Changed) -> None:
