@@ -3,36 +3,20 @@
 # allows (scripts/floors.py), then run what a user runs first (without the `web` extra: `sparktop web` must say
 # how to add it) and, with the extra, the unit tests: a floor that cannot be installed or that lacks something
 # sparktop uses fails here, not on a user's machine. Run from the repository root.
-#
-#   scripts/check_floors.sh               install, then check
-#   scripts/check_floors.sh prepare DIR   only install, into DIR (.ci/run does it while the suite runs)
-#   scripts/check_floors.sh check DIR     only check what `prepare DIR` installed; DIR is removed after
 set -euo pipefail
-mode=${1:-all}
-case "$mode" in
-  all) work=$(mktemp -d) ;;
-  prepare | check) work=${2:?"usage: $0 [prepare DIR | check DIR]"}; mkdir -p "$work" ;;
-  *) echo "usage: $0 [prepare DIR | check DIR]" >&2; exit 2 ;;
-esac
-if [ "$mode" != prepare ]; then
-  trap 'kill "${serve_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-fi
-py="$work/venv/bin/python"
+work=$(mktemp -d)
+trap 'kill "${serve_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-if [ "$mode" != check ]; then
-  python3 scripts/floors.py > "$work/floors.txt"
-  python3 -m venv "$work/venv"
-  "$py" -m pip install -q --upgrade pip build >/dev/null
-  "$py" -m build -q --wheel --outdir "$work/dist" . >/dev/null
-  "$py" -m pip install -q -c "$work/floors.txt" "$work"/dist/sparktop-*.whl  # without the web extra, first
-  # The unit tests' own tools (not sparktop's dependencies: not held to floors).
-  "$py" -m pip install -q -c "$work/floors.txt" pytest pytest-asyncio hypothesis pytest-httpserver pytest-xdist \
-    jsonschema argparse-manpage
-  touch "$work/ready"
-  [ "$mode" = prepare ] && exit 0
-fi
-[ -f "$work/ready" ] || { echo "floors: nothing prepared in $work" >&2; exit 1; }
+python3 scripts/floors.py > "$work/floors.txt"
+python3 -m venv "$work/venv"
+py="$work/venv/bin/python"
+"$py" -m pip install -q --upgrade pip build >/dev/null
+"$py" -m build -q --wheel --outdir "$work/dist" . >/dev/null
 wheel=$(echo "$work"/dist/sparktop-*.whl)
+"$py" -m pip install -q -c "$work/floors.txt" "$wheel"  # without the web extra, first
+# The unit tests' own tools (not sparktop's dependencies: not held to floors).
+"$py" -m pip install -q -c "$work/floors.txt" pytest pytest-asyncio hypothesis pytest-httpserver pytest-xdist \
+  jsonschema argparse-manpage
 echo "floors: $(tr '\n' ' ' < "$work/floors.txt")"
 
 cd "$work"  # the installed wheel, not the source tree
