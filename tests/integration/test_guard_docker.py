@@ -38,10 +38,13 @@ def _memavailable_to_this_test() -> Iterator[None]:
 
 
 STEP_MB = 100
-STEPS = 12
+STEPS = 24
 # The floor: this far under what is available when a test starts. The suite's other workers move MemAvailable
 # by hundreds of MB while a guard test runs (with 250 MB and 6 steps, a full run once saw the floor never
-# crossed); 400 MB and 1.2 GB keep both the crossing and the release clear of that.
+# crossed; with 1.2 GB, one of six runs beside a second copy of the suite, 2026-11-28, when the other copy
+# freed more than 800 MB during the fill). The hog fills up to 2.4 GB, a step at a time, until the guard acts
+# (it stops the hog; a dry run's loop ends two ticks later): the crossing comes at the fifth step on a quiet
+# machine and still comes with 2 GB freed elsewhere meanwhile.
 FLOOR_MARGIN = 400_000_000
 # Each step writes STEP_MB into the container's /dev/shm (shared memory: MemAvailable falls by as much). dd
 # with 1-MB blocks: busybox `head -c` wrote ~150 MB/s in small blocks, so each step took over a second.
