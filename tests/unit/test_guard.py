@@ -153,12 +153,17 @@ def test_a_listed_host_process_gets_sigterm_with_its_exact_start_time(tmp_path: 
     from sparktop.sources.live import LiveSource
     from tests.fixtures.sources import NoGpu
 
-    hog = subprocess.Popen(["sleep", "3600"])
+    # A command line of its own: "sleep 3600" also matched other tests' sleepers (a second copy of the suite
+    # beside this one), and the guard signalled one of those instead.
+    duration = f"3600.{time.time_ns() % 10**9:09d}"
+    hog = subprocess.Popen(["sleep", duration])
     try:
         _, ticks = read_stat(hog.pid)
         source = LiveSource(nvml=NoGpu(), docker=None)
         available = source.sample().memory.available
-        settings = GuardSettings(floor_gb=(available + 10 * GB) / GB, stop=[StopRule(process="sleep 3600")])
+        settings = GuardSettings(
+            floor_gb=(available + 10 * GB) / GB, stop=[StopRule(process=f"sleep {duration}")]
+        )
         guard, runner, _ = guard_on(source, settings, tmp_path)
         runner.tick()
         guard.wait_for_actions()
