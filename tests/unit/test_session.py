@@ -12,11 +12,12 @@ from sparktop.analysis.accounting import account
 from sparktop.analysis.pressure import PressureLevel
 from sparktop.commands.main import main
 from sparktop.commands.record import record
-from sparktop.core.snapshot import GB
+from sparktop.core.snapshot import GB, GIB, ProcessInfo, Snapshot
 from sparktop.session.session import Session
 from sparktop.sources.demo import DemoSource
 from sparktop.sources.replay import ReplaySource
 from sparktop.sources.snapshot_source import SourceExhausted
+from tests.fixtures.snapshots import snapshot as make_snapshot
 
 
 class Clock:
@@ -162,36 +163,20 @@ def test_a_held_creep_alert_names_its_process_by_what_it_runs_now() -> None:
     import random
 
     from sparktop.analysis.trend import detect_creep
-    from sparktop.core.snapshot import GIB, GpuReport, HostMemory, ProcessInfo, Snapshot
 
     total = 32 * GIB
     session = Session(safe_bytes=20 * GIB, max_bytes=24 * GIB)
     rng = random.Random(4)
 
-    def snapshot(t: int, rss: int, name: str) -> Snapshot:
-        used = 4 * GIB + rss
-        process = ProcessInfo(
-            pid=4242, name=name, cmdline=name, rss=rss, start_time=500.0, start_ticks=50_000
-        )
-        memory = HostMemory(total=total, available=total - used, free=total - used)
-        return Snapshot(
-            timestamp=1000.0 + t,
-            source="live",
-            hostname="h",
-            memory=memory,
-            gpu=GpuReport(available=False, reason="none"),
-            processes=[process],
-        )
-
     def climb(t: int) -> int:  # +1.3 GB/min with noise: the fast rule blinks on it
         return GIB + int(1.3e9 / 60 * t + rng.uniform(-30e6, 30e6))
 
     for t in range(60):
-        session.ingest(snapshot(t, climb(t), "wrapper.sh"))
+        session.ingest(_one_process(t, climb(t), "wrapper.sh"))
     assert [a.label for a in session.creep] == ["wrapper.sh (4242)"]
     held = 0
     for t in range(60, 120):  # it exec'd python3 and goes on climbing
-        session.ingest(snapshot(t, climb(t), "python3"))
+        session.ingest(_one_process(t, climb(t), "python3"))
         raised = detect_creep(session.history, session.safe_bytes, session.max_bytes, total)
         if session.creep and not raised:
             held += 1
@@ -223,29 +208,18 @@ def test_replay_end_names_a_consumer_that_arrived_mid_recording(tmp_path: Path) 
     assert unit == "GiB" and float(size) > 10, message
 
 
-def _one_process_snapshots(sizes: list[int]) -> list:
-    """A 32 GiB machine with one host process of these sizes, one snapshot a second."""
-    from sparktop.core.snapshot import GIB, GpuReport, HostMemory, ProcessInfo, Snapshot
+def _one_process(t: int, rss: int, name: str = "job") -> Snapshot:
+    """A 32 GiB machine at second `t` with one host process (PID 4242, the same start) of `rss` bytes, 4 GiB
+    used besides."""
+    process = ProcessInfo(pid=4242, name=name, cmdline=name, rss=rss, start_time=500.0, start_ticks=50_000)
+    return make_snapshot(
+        t=1000.0 + t, total=32 * GIB, used=4 * GIB + rss, hostname="h", no_gpu="none", processes=[process]
+    )
 
-    total = 32 * GIB
-    out = []
-    for t, rss in enumerate(sizes):
-        used = 4 * GIB + rss
-        process = ProcessInfo(
-            pid=4242, name="job", cmdline="job", rss=rss, start_time=500.0, start_ticks=50_000
-        )
-        memory = HostMemory(total=total, available=total - used, free=total - used)
-        out.append(
-            Snapshot(
-                timestamp=1000.0 + t,
-                source="live",
-                hostname="h",
-                memory=memory,
-                gpu=GpuReport(available=False, reason="none"),
-                processes=[process],
-            )
-        )
-    return out
+
+def _one_process_snapshots(sizes: list[int]) -> list[Snapshot]:
+    """One snapshot a second of _one_process at these sizes."""
+    return [_one_process(t, rss) for t, rss in enumerate(sizes)]
 
 
 @pytest.mark.parametrize("shape", ["climb-then-stop", "one-off-step", "noise"])
