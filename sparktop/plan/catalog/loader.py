@@ -381,13 +381,6 @@ def _builtin_catalog_state() -> bytes:
     return pickle.dumps(cat, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _builtin_catalog() -> Catalog:
-    import pickle
-
-    catalog: Catalog = pickle.loads(_builtin_catalog_state())  # bytes this process made itself
-    return catalog
-
-
 def load_catalog(
     user_file: Path | bool | None = None,
     *,
@@ -396,7 +389,9 @@ def load_catalog(
 ) -> Catalog:
     """The merged catalog. `user_file`: None for the XDG default, False for none, or a path. `discover`: look
     for local models (Ollama, HF cache, GGUF). `local_models`: use these instead of looking (tests)."""
-    cat = _builtin_catalog()
+    import pickle
+
+    cat: Catalog = pickle.loads(_builtin_catalog_state())  # a copy of its own; bytes this process made
 
     user_path = user_catalog_path() if user_file is None or user_file is True else user_file
     user = CatalogFile()

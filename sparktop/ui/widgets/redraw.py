@@ -120,7 +120,7 @@ class TextPanel(LineDiffWidget):
         raise NotImplementedError
 
     def render(self) -> Text:
-        return self._text(max(20, self.size.width or 40))
+        return self.text_at(self.size.width or 40)
 
     def text_at(self, width: int) -> Text:
         """What the panel draws laid out `width` cells wide (`render()` is at the width it has now)."""
@@ -128,7 +128,7 @@ class TextPanel(LineDiffWidget):
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Built for the width asked, not the last size (Widget caches heights by width alone).
-        return len(self._text(max(20, width)).wrap(self.app.console, width)) if width else 0
+        return len(self.text_at(width).wrap(self.app.console, width)) if width else 0
 
     def _text(self, width: int) -> Text:
         key = (width, *self._layout_key())
