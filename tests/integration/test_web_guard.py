@@ -33,7 +33,7 @@ import pytest
 from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
 from tests.fixtures.exporters import free_port, get
 from tests.fixtures.load import load_per_core, wall_limit
-from tests.fixtures.web import Web, start_web
+from tests.fixtures.web import Web, await_page, await_start_line, running, start_web
 
 ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
 # How long a session may take to start, draw or end, a web to answer: generous (a loaded machine), the defects
@@ -119,18 +119,6 @@ async def open_session(session: aiohttp.ClientSession, web: Web) -> WebSocket:
             if refused.status != 503 or time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.1)
-
-
-def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
-    """Those still running (a zombie has ended: it holds no memory and no slot)."""
-    running = []
-    for process in processes:
-        try:
-            if process.status() != psutil.STATUS_ZOMBIE:
-                running.append(process)
-        except psutil.NoSuchProcess:
-            continue
-    return running
 
 
 # --- who may have a page and a session ----------------------------------------------------------------------
@@ -221,7 +209,7 @@ async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bound
                         assert refused.status == 503, refused
                         assert time.monotonic() < deadline, "closed sessions never freed their places"
                         await asyncio.sleep(0.05)
-                still = alive(closing)
+                still = running(closing)
                 assert len(still) + admitted <= 2, f"let in beside {len(still)} closed dashboards still alive"
                 if admitted == 1:
                     await draws_at_the_largest_size_within_its_limit(ws, web, known)
@@ -319,23 +307,11 @@ def start_web_on_terminal(state_dir: Path) -> tuple[Web, threading.Thread]:
     copier = threading.Thread(target=copy, daemon=True)
     copier.start()
     deadline = time.monotonic() + SETTLE_S
-    match = None
-    while match is None and time.monotonic() < deadline and process.poll() is None:
-        match = ON_A_TERMINAL.search(log_path.read_text(errors="replace"))
-        time.sleep(0.05)
-    if match is None:
-        process.kill()
-        pytest.fail(f"sparktop web on a terminal showed no start line: {log_path.read_text()}", pytrace=False)
+    match = await_start_line(process, log_path, ON_A_TERMINAL, deadline)
     web = Web(process, port, match.group(2), match.group(4), state_dir, log_path)
     assert match.group(1) == web.base, match.group(0)
-    while time.monotonic() < deadline:
-        try:
-            if get(web.url, timeout=1)[0] == 200:
-                return web, copier
-        except OSError:
-            time.sleep(0.1)
-    web.stop()
-    pytest.fail("sparktop web did not answer", pytrace=False)
+    await_page(web, deadline)
+    return web, copier
 
 
 def url_file_of(web: Web) -> Path:

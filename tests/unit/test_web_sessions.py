@@ -29,6 +29,7 @@ import pytest
 from sparktop.web.browser_server import MAX_HEIGHT, MAX_WIDTH
 from tests.fixtures.exporters import free_port, stop_process
 from tests.fixtures.load import load_per_core
+from tests.fixtures.web import running
 
 # A machine shared with other test runs is slow: deadlines are generous, the defects were far beyond them.
 LOAD = load_per_core()
@@ -125,14 +126,7 @@ class Served:
         return f"http://127.0.0.1:{self.port}"
 
     def sessions(self) -> list[psutil.Process]:
-        alive = []
-        for child in psutil.Process(self.process.pid).children():
-            try:
-                if child.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(child)
-            except psutil.NoSuchProcess:
-                continue
-        return alive
+        return running(psutil.Process(self.process.pid).children())
 
     async def connect(self, client: aiohttp.ClientSession, query: str = "") -> WebSocket:
         return await client.ws_connect(f"{self.base}/ws?token=t0ken{query}", headers={"Origin": self.base})
