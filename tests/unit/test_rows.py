@@ -7,7 +7,7 @@ from __future__ import annotations
 from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS
 from sparktop.core.format import NO_VALUE, fmt_rate_cell
 from sparktop.core.snapshot import CgroupMemory, ContainerInfo, ProcessInfo, Snapshot
-from sparktop.session.rows import CellText, cell_text, container_rows, value_sort_key
+from sparktop.session.rows import CellText, cell_text, container_rows, process_rows, value_sort_key
 from tests.fixtures.snapshots import snapshot as shared_snapshot
 
 MIB = 1024**2
@@ -95,3 +95,22 @@ def test_text_is_cut_to_its_columns_width_and_a_missing_number_is_a_dash() -> No
 def test_a_missing_value_sorts_below_every_number_and_text_ignores_case() -> None:
     assert sorted([3, None, 10, 0, -1], key=value_sort_key, reverse=True) == [10, 3, 0, -1, None]
     assert sorted(["beta", None, "Alpha"], key=value_sort_key) == [None, "Alpha", "beta"]
+
+
+def test_a_model_parts_name_is_shown_visible_however_the_part_was_built() -> None:
+    """A model's name comes from its server's API. The snapshot's model makes it visible, but a part is a
+    plain dataclass: the rows make its name visible again, for whatever builds one without the model."""
+    from sparktop.analysis.served import ModelPart, ServedSplit
+    from sparktop.core.snapshot import process_key
+
+    server = ProcessInfo(pid=10, name="ollama", rss=2 * GIB, cmdline="ollama serve")
+    hostile = "\x1b]2;owned\x07[b]evil"
+    shown_name = "^[]2;owned^G[b]evil"
+    for owner, build in ((f"container:{CID}", container_rows), (process_key(server), process_rows)):
+        part = ModelPart("model:x:evil", hostile, "ollama", owner, 0, GIB, unload_in_s=None)
+        served = ServedSplit({owner: [part]}, {owner: (0, GIB)})
+        rows = build(snapshot([web_container([])], [server]), no_rate, served)
+        (values,) = [row.values for row in rows if row.item is part]
+        assert values["name"] == f" └ {shown_name}", build.__name__
+        if "command" in values:  # the processes table's command column
+            assert values["command"] == f"{shown_name} (ollama model)", values["command"]
