@@ -4,10 +4,12 @@ and end, `--speed` / `--start`, and no player keys on a live source (issue 23: t
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from textual.pilot import Pilot
 
 from sparktop.core.snapshot import Snapshot
@@ -23,6 +25,11 @@ N = 48  # 7:50 of recording: past the creep window, so creep alerts are there to
 # (terminal_check.MIN_HEIGHT): these tests read the status line, the session and dialogs, not the panels,
 # and a tick or a seek draws a third less at 18 rows than at 36.
 SIZE = (160, 18)
+
+# `player` below: one app on the module's recording for the tests that only play it, seek in it and read the
+# status line, the session and dialogs (a seek to the start gives each a fresh session); a test about a file
+# of its own, the command line, the timer or what a fresh player has not read yet starts an app of its own.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +48,32 @@ def recording(tmp_path_factory: pytest.TempPathFactory, snapshots: list[Snapshot
 
 def make(path: Path, **kwargs: Any) -> SparktopApp:
     return SparktopApp(ReplaySource(path), Config(), auto_refresh=False, clock=lambda: 0.0, **kwargs)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_player(recording: Path) -> AsyncIterator[tuple[SparktopApp, Pilot[Any]]]:
+    app = make(recording)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.refresh_once()
+        await pilot.pause()
+        yield app, pilot
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def player(shared_player: tuple[SparktopApp, Pilot[Any]]) -> tuple[SparktopApp, Pilot[Any]]:
+    """The module's player as a fresh one shows the recording: no dialog, not paused, at 1×, at the start
+    (a seek there: a new session holding the first snapshot)."""
+    app, pilot = shared_player
+    while app.screen is not app.dashboard:
+        app.pop_screen()
+    if app.paused:
+        app.action_toggle_pause()
+    assert app.playback is not None
+    app.playback.speed = 1
+    app.action_seek_to("start")
+    await settle(app, pilot)
+    assert "0:00 / 7:50 · 1× ·" in status_text(app) and len(app.session.history.times()) == 1
+    return shared_player
 
 
 async def play_tick(app: SparktopApp, pilot: Pilot[Any]) -> None:
@@ -78,59 +111,53 @@ async def test_speed_keys_play_that_many_snapshots_a_tick_and_read_no_checkpoint
 
 
 async def test_seeking_on_and_back_shows_where_and_rebuilds_history_and_creep(
-    recording: Path, snapshots: list[Snapshot]
+    player: tuple[SparktopApp, Pilot[Any]], snapshots: list[Snapshot]
 ) -> None:
-    app = make(recording)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.refresh_once()
-        await pilot.press("right_curly_bracket")  # 10 min on: the end of a 7:50 recording
-        await settle(app, pilot)
-        assert "7:50 / 7:50" in status_text(app)
-        assert app.session.creep  # the demo's training run creeps
-        await pilot.press("less_than_sign", "less_than_sign", "comma")  # 2 min 10 s back, in one go
-        await settle(app, pilot)
-        assert "5:40 / 7:50" in status_text(app)
-        expected = played_from_the_start(snapshots, T0 + 340)
-        assert app.session.history.times() == expected.history.times()
-        for key in expected.history.known_keys():
-            assert app.session.history.series(key) == expected.history.series(key)
-        assert app.session.creep == expected.creep and app.session.creep
-        await play_tick(app, pilot)  # and it plays on from there
-        assert "5:50 / 7:50" in status_text(app)
-        assert len(app.session.history.times()) == 36
+    app, pilot = player
+    await pilot.press("right_curly_bracket")  # 10 min on: the end of a 7:50 recording
+    await settle(app, pilot)
+    assert "7:50 / 7:50" in status_text(app)
+    assert app.session.creep  # the demo's training run creeps
+    await pilot.press("less_than_sign", "less_than_sign", "comma")  # 2 min 10 s back, in one go
+    await settle(app, pilot)
+    assert "5:40 / 7:50" in status_text(app)
+    expected = played_from_the_start(snapshots, T0 + 340)
+    assert app.session.history.times() == expected.history.times()
+    for key in expected.history.known_keys():
+        assert app.session.history.series(key) == expected.history.series(key)
+    assert app.session.creep == expected.creep and app.session.creep
+    await play_tick(app, pilot)  # and it plays on from there
+    assert "5:50 / 7:50" in status_text(app)
+    assert len(app.session.history.times()) == 36
 
 
-async def test_a_paused_replay_stays_put_and_seeks(recording: Path) -> None:
-    app = make(recording)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.refresh_once()
-        await pilot.press("p", "full_stop", "right")  # paused, then 20 s on
-        await settle(app, pilot)
-        assert "0:20 / 7:50" in status_text(app) and "PAUSED — data from 00:00:20" in status_text(app)
-        assert app.frozen is not None and app.frozen.timestamp == T0 + 20  # the views show where it went
-        app._tick()  # the timer's tick: a paused replay does not play on
-        await settle(app, pilot)
-        assert "0:20 / 7:50" in status_text(app)
-        await pilot.press("p")
-        app._tick()
-        await settle(app, pilot)
-        assert "0:30 / 7:50" in status_text(app)
+async def test_a_paused_replay_stays_put_and_seeks(player: tuple[SparktopApp, Pilot[Any]]) -> None:
+    app, pilot = player
+    await pilot.press("p", "full_stop", "right")  # paused, then 20 s on
+    await settle(app, pilot)
+    assert "0:20 / 7:50" in status_text(app) and "PAUSED — data from 00:00:20" in status_text(app)
+    assert app.frozen is not None and app.frozen.timestamp == T0 + 20  # the views show where it went
+    app._tick()  # the timer's tick: a paused replay does not play on
+    await settle(app, pilot)
+    assert "0:20 / 7:50" in status_text(app)
+    await pilot.press("p")
+    app._tick()
+    await settle(app, pilot)
+    assert "0:30 / 7:50" in status_text(app)
 
 
-async def test_end_then_home_plays_again_from_the_start(recording: Path) -> None:
-    app = make(recording)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.refresh_once()
-        await pilot.press("end")
-        await settle(app, pilot)
-        await play_tick(app, pilot)
-        assert app.session.source_ended and "end of recording" in status_text(app)
-        await pilot.press("home")
-        await settle(app, pilot)
-        assert not app.session.source_ended and "0:00 / 7:50" in status_text(app)
-        assert len(app.session.history.times()) == 1
-        await play_tick(app, pilot)
-        assert "0:10 / 7:50" in status_text(app)
+async def test_end_then_home_plays_again_from_the_start(player: tuple[SparktopApp, Pilot[Any]]) -> None:
+    app, pilot = player
+    await pilot.press("end")
+    await settle(app, pilot)
+    await play_tick(app, pilot)
+    assert app.session.source_ended and "end of recording" in status_text(app)
+    await pilot.press("home")
+    await settle(app, pilot)
+    assert not app.session.source_ended and "0:00 / 7:50" in status_text(app)
+    assert len(app.session.history.times()) == 1
+    await play_tick(app, pilot)
+    assert "0:10 / 7:50" in status_text(app)
 
 
 async def test_speed_and_start_from_the_command_line(recording: Path) -> None:
@@ -140,13 +167,9 @@ async def test_speed_and_start_from_the_command_line(recording: Path) -> None:
         assert "6:50 / 7:50 · 30× ·" in status_text(app)
 
 
-async def test_the_player_keys_are_a_replays_only(recording: Path) -> None:
-    replay = make(recording)
-    async with replay.run_test(size=SIZE) as pilot:
-        await replay.refresh_once()
-        await pilot.pause()
-        shown = footer_keys(replay)
-        assert shown.get("right_square_bracket") == "Speed" and shown.get("right") == "Seek"
+async def test_the_player_keys_are_a_replays_only(player: tuple[SparktopApp, Pilot[Any]]) -> None:
+    shown = footer_keys(player[0])
+    assert shown.get("right_square_bracket") == "Speed" and shown.get("right") == "Seek"
     live = make_app(warmup=3)
     async with live.run_test(size=SIZE) as pilot:
         for action, parameters in (("seek", (10,)), ("seek_to", ("end",)), ("replay_faster", ())):
@@ -197,40 +220,37 @@ async def test_without_checkpoints_a_seek_still_works_and_says_why_it_is_slow(
         assert any("no checkpoints past this point (FileNotFoundError" in text for _, _, text in app.messages)
 
 
-async def test_go_to_a_typed_time(recording: Path) -> None:
+async def test_go_to_a_typed_time(player: tuple[SparktopApp, Pilot[Any]]) -> None:
     from sparktop.ui.screens.goto_time import GotoTimeScreen
 
-    app = make(recording)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.refresh_once()
-        await pilot.press("j")
-        await pilot.pause()
-        assert isinstance(app.screen, GotoTimeScreen)
-        assert "now 0:00 of 7:50" in str(app.screen.query_one("#title").render())
-        await pilot.press(*"5:77", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, GotoTimeScreen)  # a bad time: said, and the dialog stays
-        assert "minutes and seconds go up to 59" in str(app.screen.query_one("#message").render())
-        app.screen.query_one("#time").value = ""  # type: ignore[attr-defined]
-        await pilot.press(*"-2:00", "enter")
-        await settle(app, pilot)
-        assert not isinstance(app.screen, GotoTimeScreen)
-        assert "5:50 / 7:50" in status_text(app)
-        await pilot.press("j", "escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, GotoTimeScreen) and "5:50 / 7:50" in status_text(app)
+    app, pilot = player
+    await pilot.press("j")
+    await pilot.pause()
+    assert isinstance(app.screen, GotoTimeScreen)
+    assert "now 0:00 of 7:50" in str(app.screen.query_one("#title").render())
+    await pilot.press(*"5:77", "enter")
+    await pilot.pause()
+    assert isinstance(app.screen, GotoTimeScreen)  # a bad time: said, and the dialog stays
+    assert "minutes and seconds go up to 59" in str(app.screen.query_one("#message").render())
+    app.screen.query_one("#time").value = ""  # type: ignore[attr-defined]
+    await pilot.press(*"-2:00", "enter")
+    await settle(app, pilot)
+    assert not isinstance(app.screen, GotoTimeScreen)
+    assert "5:50 / 7:50" in status_text(app)
+    await pilot.press("j", "escape")
+    await pilot.pause()
+    assert not isinstance(app.screen, GotoTimeScreen) and "5:50 / 7:50" in status_text(app)
 
 
-@pytest.mark.parametrize("value", ["NaN", "Infinity"])
-async def test_a_time_that_is_not_a_number_is_played_past(
-    tmp_path: Path, snapshots: list[Snapshot], value: str
-) -> None:
-    """Issue 32 item 8: `--start=0:40` past a NaN or Inf timestamp crashed the history chart."""
+async def test_a_time_that_is_not_a_number_is_played_past(tmp_path: Path, snapshots: list[Snapshot]) -> None:
+    """Issue 32 item 8: `--start=0:40` past a NaN or Inf timestamp crashed the history chart. One recording
+    holds both, at 0:20 and 0:30, the seek passes over each."""
     path = tmp_path / "hostile.jsonl"
     write_recording(path, snapshots[:12])
     lines = path.read_text().splitlines()
-    lines[3] = lines[3].replace(f'"timestamp":{T0 + 30}', f'"timestamp":{value}')
-    assert value in lines[3]
+    for number, value in ((2, "NaN"), (3, "Infinity")):
+        lines[number] = lines[number].replace(f'"timestamp":{T0 + number * EVERY}', f'"timestamp":{value}')
+        assert value in lines[number]
     path.write_text("\n".join(lines) + "\n")
     app = make(path, replay_start=40.0)
     async with app.run_test(size=SIZE) as pilot:
@@ -239,8 +259,12 @@ async def test_a_time_that_is_not_a_number_is_played_past(
         await play_tick(app, pilot)
         status = status_text(app)
         assert "1:00 / 1:50" in status
-        assert "1 problem in the source: hostile.jsonl line 4: not a snapshot (timestamp:" in status
-        assert T0 + 30 not in app.session.history.times()
+        assert "2 problems in the source: hostile.jsonl line 4: not a snapshot (timestamp:" in status
+        assert [w.split(": not a snapshot")[0] for w in app.source.warnings] == [
+            "hostile.jsonl line 3",  # NaN
+            "hostile.jsonl line 4",  # Infinity
+        ], app.source.warnings
+        assert not {T0 + 20, T0 + 30} & set(app.session.history.times())
 
 
 async def test_home_shows_the_start_for_a_whole_tick(tmp_path: Path, snapshots: list[Snapshot]) -> None:
@@ -251,8 +275,8 @@ async def test_home_shows_the_start_for_a_whole_tick(tmp_path: Path, snapshots: 
     write_recording(path, demo_snapshots(30, 1.0))
     app = SparktopApp(ReplaySource(path), Config(interval=3.0), auto_refresh=True, clock=lambda: 0.0)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(400):  # until the first tick after the start lands: its moment is known
-            await pilot.pause(0.025)
+        for _ in range(200):  # until the first tick after the start lands: its moment is known (to 0.05 s)
+            await pilot.pause(0.05)
             if "0:01 / 0:29" in status_text(app):
                 break
         assert "0:01 / 0:29" in status_text(app), status_text(app)
