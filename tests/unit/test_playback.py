@@ -37,10 +37,32 @@ def played_to(target: float) -> Session:
     return played_from_the_start(_snapshots(), T0 + target)
 
 
-@pytest.fixture(params=["run.jsonl", "run.jsonl.gz"])
-def recording(request: pytest.FixtureRequest, tmp_path: Path, snapshots: list[Snapshot]) -> Path:
-    path = tmp_path / request.param
-    write_recording(path, snapshots)
+@pytest.fixture(scope="module", params=["run.jsonl", "run.jsonl.gz"])
+def recording(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's recording in each format, written once: the tests that play it only read it."""
+    path = tmp_path_factory.mktemp("playback") / request.param
+    write_recording(path, _snapshots())
+    return path
+
+
+@pytest.fixture(scope="module")
+def plain_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's recording, plain, for the tests that need one format only (and only read it)."""
+    path = tmp_path_factory.mktemp("playback") / "run.jsonl"
+    write_recording(path, _snapshots())
+    return path
+
+
+@functools.cache
+def _seconds() -> list[Snapshot]:
+    """50 s of the demo one second apart: the training run's creep alert comes and goes."""
+    return demo_snapshots(50, 1.0)
+
+
+@pytest.fixture(scope="module")
+def seconds_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("playback") / "seconds.jsonl"
+    write_recording(path, _seconds())
     return path
 
 
@@ -163,11 +185,9 @@ def test_a_newer_seek_replaces_one_not_started(recording: Path, opened: Callable
 
 
 def test_checkpoints_are_thinned_to_their_budget(
-    tmp_path: Path, snapshots: list[Snapshot], opened: Callable[..., Playback]
+    plain_recording: Path, snapshots: list[Snapshot], opened: Callable[..., Playback]
 ) -> None:
-    path = tmp_path / "run.jsonl"
-    write_recording(path, snapshots)
-    playback = opened(path, every=2, start=False)
+    playback = opened(plain_recording, every=2, start=False)
     one = Session()
     one.ingest(snapshots[0].model_copy(deep=True))
     playback.index.budget = 6 * len(one.checkpoint())  # room for about five
@@ -215,14 +235,10 @@ def test_a_bad_time_is_one_clear_error(text: str) -> None:
         parse_clock(text)
 
 
-def test_a_recording_only_played_is_read_once(
-    tmp_path: Path, snapshots: list[Snapshot], opened: Callable[..., Playback]
-) -> None:
+def test_a_recording_only_played_is_read_once(plain_recording: Path, opened: Callable[..., Playback]) -> None:
     """The checkpoint pass read the whole file again beside the playback (15–27 s of a core and ~23 MiB for an
     hour at 1 s) for every replay, seek or not: it starts with the first seek."""
-    path = tmp_path / "run.jsonl"
-    write_recording(path, snapshots)
-    playback = opened(path, every=2, start=False)
+    playback = opened(plain_recording, every=2, start=False)
     for _ in range(3):
         playback.faster()
         assert playback.take_batch().snapshots
@@ -234,19 +250,16 @@ def test_a_recording_only_played_is_read_once(
 
 @pytest.mark.parametrize("target", [36.0, 42.0])
 def test_a_seek_shows_a_creep_alert_that_playing_there_holds(
-    tmp_path: Path, target: float, opened: Callable[..., Playback]
+    seconds_recording: Path, target: float, opened: Callable[..., Playback]
 ) -> None:
     """The demo's training run climbs ~1.3 GiB/min, near the fast rule's line: the rule raises it at 30 s,
     not again until ~48 s, and the creep hold keeps the alert on show in between (a blinking alert reads as
     noise). A seek into that stretch analysed only its last snapshot and showed no alert that playing
     there showed."""
-    snapshots = demo_snapshots(50, 1.0)
-    path = tmp_path / "run.jsonl"
-    write_recording(path, snapshots)
-    playback = opened(path, every=10)
+    playback = opened(seconds_recording, every=10)
     playback.request_seek(target)
     session = playback.seek()
     assert session is not None
-    played = played_from_the_start(snapshots, T0 + target)
+    played = played_from_the_start(_seconds(), T0 + target)
     assert played.creep, "the reference must hold an alert here, or this compares nothing"
     same_state(session, played)
