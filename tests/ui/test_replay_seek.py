@@ -88,26 +88,37 @@ async def settle(app: SparktopApp, pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
-async def test_speed_keys_play_that_many_snapshots_a_tick_and_read_no_checkpoints(recording: Path) -> None:
+async def test_speed_keys_play_that_many_snapshots_a_tick_read_no_checkpoints_and_seek_without_them(
+    tmp_path: Path, snapshots: list[Snapshot]
+) -> None:
     """The checkpoint pass (the whole file read again beside the playback) started with every replay: one
-    only played reads none until a seek asks for it."""
-    app = make(recording)
+    only played reads none until a seek asks for it. And where that pass cannot read the file (gone after
+    the player opened it), a seek still works, from the start, and says why it is slow."""
+    path = tmp_path / "run.jsonl"
+    write_recording(path, snapshots[:12])
+    app = make(path)
+    path.unlink()  # gone after it was opened: the checkpoints' own reader cannot open it
     async with app.run_test(size=SIZE) as pilot:
         await play_tick(app, pilot)
-        assert "0:00 / 7:50 · 1× · recorded every 10 s" in status_text(app)
+        assert "0:00 / 1:50 · 1× · recorded every 10 s" in status_text(app)
         await pilot.press("right_square_bracket", "right_square_bracket")
-        assert "0:00 / 7:50 · 5× ·" in status_text(app)
+        assert "0:00 / 1:50 · 5× ·" in status_text(app), "two presses of ] : 5×"
         await play_tick(app, pilot)  # one tick: five snapshots, all in the history, the last on show
-        assert "0:50 / 7:50 · 5× ·" in status_text(app)
-        assert app.session.history.times() == [T0 + i * EVERY for i in range(6)]
+        assert "0:50 / 1:50 · 5× ·" in status_text(app), "a tick at 5× plays five snapshots"
+        assert app.session.history.times() == [T0 + i * EVERY for i in range(6)], (
+            "each of them in the history"
+        )
         await pilot.press("left_square_bracket")
         await play_tick(app, pilot)
-        assert "1:10 / 7:50 · 2× ·" in status_text(app)
+        assert "1:10 / 1:50 · 2× ·" in status_text(app), "[ : 2×"
         assert app.playback is not None and not app.playback.index.started, "played only: checkpoints read"
         await pilot.press("comma")
         await settle(app, pilot)
         assert app.playback.index.started, "a seek back started no checkpoint pass"
-        assert "1:00 / 7:50" in status_text(app)
+        assert "1:00 / 1:50" in status_text(app), "the seek back without checkpoints"
+        assert any(
+            "no checkpoints past this point (FileNotFoundError" in text for _, _, text in app.messages
+        ), "the seek without checkpoints says why it is slow"
 
 
 async def test_seeking_on_and_back_shows_where_and_rebuilds_history_and_creep(
@@ -196,21 +207,6 @@ async def test_a_recording_cut_short_on_disk_fails_a_seek_aloud(
         assert not app.playback.seek_wanted  # not tried again at every tick
         await play_tick(app, pilot)
         assert app.session.source_ended  # nothing more to play, said as the end
-
-
-async def test_without_checkpoints_a_seek_still_works_and_says_why_it_is_slow(
-    tmp_path: Path, snapshots: list[Snapshot]
-) -> None:
-    path = tmp_path / "run.jsonl"
-    write_recording(path, snapshots[:12])
-    app = make(path)
-    path.unlink()  # gone after it was opened: the checkpoints' own reader cannot open it
-    async with app.run_test(size=SIZE) as pilot:
-        await app.refresh_once()
-        await pilot.press("greater_than_sign")
-        await settle(app, pilot)
-        assert "1:00 / 1:50" in status_text(app)
-        assert any("no checkpoints past this point (FileNotFoundError" in text for _, _, text in app.messages)
 
 
 async def test_go_to_a_typed_time(player: tuple[SparktopApp, Pilot[Any]]) -> None:
