@@ -206,30 +206,6 @@ async def test_the_player_keys_are_a_replays_only(player: tuple[SparktopApp, Pil
         assert live.check_action(action, parameters) is False, f"{key} ({action}) acts on a live source"
 
 
-async def test_a_recording_cut_short_on_disk_fails_a_seek_aloud(
-    tmp_path: Path, snapshots: list[Snapshot]
-) -> None:
-    path = tmp_path / "run.jsonl"
-    write_recording(path, snapshots[:12])
-    app = make(path)
-    async with app.run_test(size=SIZE) as pilot:
-        for _ in range(3):
-            await app.refresh_once()
-        path.write_bytes(b"")  # the file was replaced by an empty one while it played
-        await pilot.press("home")
-        await settle(app, pilot)
-        assert (
-            app.session.latest is not None and app.session.latest.timestamp == T0 + 20
-        )  # what was shown stays
-        assert any(
-            "seek failed (ValueError: run.jsonl: no snapshot there any more" in text
-            for _, _, text in app.messages
-        )
-        assert not app.playback.seek_wanted  # not tried again at every tick
-        await play_tick(app, pilot)
-        assert app.session.source_ended  # nothing more to play, said as the end
-
-
 async def test_go_to_a_typed_time(player: tuple[SparktopApp, Pilot[Any]]) -> None:
     from sparktop.ui.screens.goto_time import GotoTimeScreen
 
@@ -252,12 +228,12 @@ async def test_go_to_a_typed_time(player: tuple[SparktopApp, Pilot[Any]]) -> Non
     assert not isinstance(app.screen, GotoTimeScreen) and "5:50 / 7:50" in status_text(app)
 
 
-async def test_speed_and_start_from_the_command_line_past_times_that_are_not_numbers(
+async def test_speed_and_start_from_the_command_line_past_times_that_are_not_numbers_then_a_file_cut_short(
     tmp_path: Path, snapshots: list[Snapshot]
 ) -> None:
-    """`--speed 2 --start=-1:10` opens 1:10 before the end at 2×; and issue 32 item 8: `--start` past a NaN or
-    Inf timestamp crashed the history chart. One recording holds both, at 0:20 and 0:30, the start seeks past
-    each."""
+    """`--speed 2 --start=-1:10` opens 1:10 before the end at 2×; issue 32 item 8: `--start` past a NaN or
+    Inf timestamp crashed the history chart (one recording holds both, at 0:20 and 0:30, the start seeks past
+    each); and then the file is emptied under the player: a seek fails aloud, once."""
     path = tmp_path / "hostile.jsonl"
     write_recording(path, snapshots[:12])
     lines = path.read_text().splitlines()
@@ -279,6 +255,20 @@ async def test_speed_and_start_from_the_command_line_past_times_that_are_not_num
             "hostile.jsonl line 4",  # Infinity
         ], app.source.warnings
         assert not {T0 + 20, T0 + 30} & set(app.session.history.times())
+
+        path.write_bytes(b"")  # the file was replaced by an empty one while it played
+        await pilot.press("home")
+        await settle(app, pilot)
+        assert app.session.latest is not None and app.session.latest.timestamp == T0 + 80, (
+            "what was shown stays when a seek fails"
+        )
+        assert any(
+            "seek failed (ValueError: hostile.jsonl: no snapshot there any more" in text
+            for _, _, text in app.messages
+        ), "the failed seek is said"
+        assert app.playback is not None and not app.playback.seek_wanted, "not tried again at every tick"
+        await play_tick(app, pilot)
+        assert app.session.source_ended, "nothing more to play, said as the end"
 
 
 async def test_home_shows_the_start_for_a_whole_tick(tmp_path: Path, snapshots: list[Snapshot]) -> None:
