@@ -86,7 +86,10 @@ def test_each_cell_has_its_own_unit() -> None:
     assert not any(c.startswith("0.0") for c in cells)
 
 
-async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def live() -> AsyncIterator[tuple[SparktopApp, Pilot]]:
+    """One dashboard on this machine's procfs (no GPU, no Docker), 120x36, on its Processes tab: the kernel
+    threads' and the exec'ing wrapper's checks read it (each takes the samples it needs)."""
     app = SparktopApp(
         LiveSource(nvml=NoGpu(), docker=NoDocker()),
         Config(),
@@ -94,28 +97,33 @@ async def test_kernel_threads_and_empty_rows_hidden_until_a() -> None:
         warmup=1,
         user_theme_dir=Path("/nonexistent/sparktop-themes"),
     )
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(120, 36)) as pilot:  # the command column has 12 cells or more there
         await pilot.press("3")
         await pilot.pause()
-        table = app.query_one(ProcessesTable)
-        procs = {p.pid: p for p in app.session.latest.processes}
-        kernel = {pid for pid, p in procs.items() if p.ppid == 2 or pid == 2}
-        assert kernel, "this machine has kernel threads"
-        shown = {int(cell) for cell in column_cells(table, "pid")}
-        assert not shown & kernel
-        assert all(cell != "0 B" for cell in column_cells(table, "total"))
-        status = str(app.query_one(StatusLine).render())
-        assert f"{table.minor_hidden} empty rows hidden (a: all)" in status and table.minor_hidden >= len(
-            kernel
-        )
-        await pilot.press("a")
-        await pilot.pause()
-        shown = {int(cell) for cell in column_cells(table, "pid")}
-        assert kernel <= shown
-        assert "hidden" not in str(app.query_one(StatusLine).render())
-        await pilot.press("a")
-        await pilot.pause()
-        assert not {int(cell) for cell in column_cells(table, "pid")} & kernel
+        yield app, pilot
+
+
+@in_module_loop
+async def test_kernel_threads_and_empty_rows_hidden_until_a(live: tuple[SparktopApp, Pilot]) -> None:
+    app, pilot = live  # `a` twice: it leaves the empty rows hidden, as it found them
+    table = app.query_one(ProcessesTable)
+    assert app.session.latest is not None
+    procs = {p.pid: p for p in app.session.latest.processes}
+    kernel = {pid for pid, p in procs.items() if p.ppid == 2 or pid == 2}
+    assert kernel, "this machine has kernel threads"
+    shown = {int(cell) for cell in column_cells(table, "pid")}
+    assert not shown & kernel
+    assert all(cell != "0 B" for cell in column_cells(table, "total"))
+    status = str(app.query_one(StatusLine).render())
+    assert f"{table.minor_hidden} empty rows hidden (a: all)" in status and table.minor_hidden >= len(kernel)
+    await pilot.press("a")
+    await pilot.pause()
+    shown = {int(cell) for cell in column_cells(table, "pid")}
+    assert kernel <= shown
+    assert "hidden" not in str(app.query_one(StatusLine).render())
+    await pilot.press("a")
+    await pilot.pause()
+    assert not {int(cell) for cell in column_cells(table, "pid")} & kernel
 
 
 def test_a_stale_pss_is_shown_dim_and_the_total_is_the_fresh_rss() -> None:
@@ -147,31 +155,27 @@ async def test_the_command_line_has_room_at_120_columns(dashboard: tuple[Sparkto
     assert any(cell.startswith("python3 train.py") for cell in column_cells(table, "command"))
 
 
-async def test_a_process_that_execs_is_shown_by_what_it_runs_now(tmp_path: Path) -> None:
+@in_module_loop
+async def test_a_process_that_execs_is_shown_by_what_it_runs_now(
+    tmp_path: Path, live: tuple[SparktopApp, Pilot]
+) -> None:
     """A real `sh wrapper.sh` that execs `sleep`: its row (same PID, same key) says sleep from the tick after
     the exec, in the name and the command columns, on the dashboard fed by the real procfs collector."""
+    app, pilot = live
     with wrapper_that_execs(tmp_path, "sleep 3600", "sleep") as wrapper:
-        app = SparktopApp(
-            LiveSource(nvml=NoGpu(), docker=NoDocker()),
-            Config(),
-            auto_refresh=False,
-            warmup=1,
-            user_theme_dir=Path("/nonexistent/sparktop-themes"),
-        )
-        async with app.run_test(size=(120, 36)) as pilot:  # the command column has 12 cells or more there
-            await pilot.press("3")
-            await pilot.pause()
-            table = app.query_one(ProcessesTable)
-            assert app.session.latest is not None
-            key = next(process_key(p) for p in app.session.latest.processes if p.pid == wrapper.pid)
-            assert table.get_cell(key, "name").plain == "sh"
-            command = table.get_cell(key, "command").plain  # cut with "…" to the column's width
-            assert command.startswith("sh /") and f"sh {wrapper.script}".startswith(command.rstrip("…"))
-            wrapper.exec()
-            await app.refresh_once()
-            await pilot.pause()
-            assert table.get_cell(key, "name").plain == "sleep"
-            assert table.get_cell(key, "command").plain == "sleep 3600"
+        await app.refresh_once()  # the tick that first sees the wrapper
+        await pilot.pause()
+        table = app.query_one(ProcessesTable)
+        assert app.session.latest is not None
+        key = next(process_key(p) for p in app.session.latest.processes if p.pid == wrapper.pid)
+        assert table.get_cell(key, "name").plain == "sh"
+        command = table.get_cell(key, "command").plain  # cut with "…" to the column's width
+        assert command.startswith("sh /") and f"sh {wrapper.script}".startswith(command.rstrip("…"))
+        wrapper.exec()
+        await app.refresh_once()
+        await pilot.pause()
+        assert table.get_cell(key, "name").plain == "sleep"
+        assert table.get_cell(key, "command").plain == "sleep 3600"
 
 
 @in_module_loop
