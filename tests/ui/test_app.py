@@ -288,7 +288,8 @@ async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
     # A ten-minute axis: past 300 s of history the axis steps from 5 to 10 minutes, 8.45 s a column at 120
     # columns, over CHART_MIN_REDRAW_S (5 s), so a redraw at the 5 s floor fails the check. Seven minutes of
     # the demo, the worker's own (tests/fixtures/demo_session: the frame checks above read it too), not
-    # sampled again. 20 ticks see two redraws: at the floor or every tick it would be three or twenty.
+    # sampled again. 10 ticks see one redraw, a column's seconds after the first draw: at the floor its gap
+    # would be 5 s, every tick 1 s (each a redraw too soon, and two or ten of them).
     app = warm_app(warmup=SEVEN_MINUTES)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
@@ -298,7 +299,7 @@ async def test_history_chart_is_redrawn_when_data_moves_it_a_column():
         per_column = chart.seconds_per_column(app.session.history.times())
         assert per_column > 1.0  # ten minutes over ~70 columns: several seconds a column
         redraws = []
-        for _ in range(TICKS := 20):
+        for _ in range(TICKS := 10):
             await app.refresh_once()
             if app.dashboard._chart_drawn_at != drawn_at:
                 redraws.append(app.dashboard._chart_drawn_at - drawn_at)
