@@ -335,7 +335,7 @@ async def test_names_that_arrive_are_drawn_at_once_not_after_the_redraw_pause() 
     from sparktop.ui.app import SparktopApp
 
     app = SparktopApp(
-        LateNames(hidden=31), Config(), auto_refresh=False, warmup=30, clock=lambda: 0.0,
+        LateNames(hidden=4), Config(), auto_refresh=False, warmup=3, clock=lambda: 0.0,
         user_theme_dir=Path("/nonexistent/sparktop-themes"),
     )  # fmt: skip
     async with app.run_test(size=(120, 36)) as pilot:
