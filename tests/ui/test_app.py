@@ -269,7 +269,6 @@ async def test_paused_the_header_says_when_the_frozen_data_is_from(dashboard: tu
     # The header clock kept ticking over frozen numbers (issue 23 item 11): paused, it names the time of
     # the data on screen and how old it has grown, and the clock runs again on resume.
     app, pilot = dashboard
-    await pilot.resize_terminal(160, 36)
     assert app.session.latest is not None
     frozen = time.strftime("%H:%M:%S", time.localtime(app.session.latest.timestamp))
     await pilot.press("p")
