@@ -373,7 +373,7 @@ async def test_the_dashboard_start_draws_the_chart_once_at_its_laid_out_size(mon
     resize, then again after the tab's layout with the same data; later, once before the layout the first
     data gives and once after). A repeat with nothing new builds nothing; a new sample, a new size and a new
     theme each build."""
-    from tests.ui.demo_app import make_app
+    from tests.ui.demo_app import warm_app
 
     sizes: list[tuple[int, int]] = []
     build = HistoryChart._build
@@ -383,7 +383,7 @@ async def test_the_dashboard_start_draws_the_chart_once_at_its_laid_out_size(mon
         return build(self, args)
 
     monkeypatch.setattr(HistoryChart, "_build", counting)
-    app = make_app()
+    app = warm_app()  # make_app()'s start, over the worker's warmed session (tests/fixtures/demo_session)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         chart = app.query_one(HistoryChart)
