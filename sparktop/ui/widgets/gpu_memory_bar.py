@@ -29,6 +29,7 @@ class GpuMemoryBar(Widget):
         self._data: tuple[list[GpuMemoryAccount], dict[str, str], str, Palette] | None = None
         self.segments: dict[int, list[Segment]] = {}  # GPU index -> its segments, for tests and colours
         self._drawn: tuple[int, list[Text]] | None = None  # (width, lines) of the data now shown
+        self._painted: list[tuple[str, str, list]] | None = None  # the lines last asked to be painted
 
     def show(
         self, accounts: list[GpuMemoryAccount], colors: dict[str, str], units: str, palette: Palette
@@ -41,11 +42,20 @@ class GpuMemoryBar(Widget):
         if not accounts and not was_shown:
             return  # hidden and staying so (a Spark, no GPU): nothing to draw, nothing to lay out
         if off_screen(self):
-            self.refresh()
+            # Made afresh when shown. Once per stretch off screen, not per tick: the repaint drops the lines
+            # Textual keeps, which it would otherwise show again, stale, when the tab comes back.
+            if self._painted is not None:
+                self._painted = None
+                self.refresh()
             return
+        lines = self._lines_at(self.size.width)
+        painted = [(line.plain, str(line.style), line.spans) for line in lines]
+        if painted == self._painted:
+            return  # the same picture: no repaint every tick for a bar that did not move
+        self._painted = painted
         # A layout pass is the whole screen's: only when this bar's height changes (a GPU, a legend line).
         laid_out = self.size.height if self.size.width else -1
-        self.refresh(layout=len(self._lines_at(self.size.width)) != laid_out)
+        self.refresh(layout=len(lines) != laid_out)
 
     def render(self) -> Text:
         return Text("\n").join(self._lines_at(self.size.width))
