@@ -165,7 +165,11 @@ class BudgetBar(LineDiffWidget):
         self.refresh_changed()
 
     def render(self) -> Text:
-        return Text("\n").join(self._build(max(10, self.size.width or 80)))
+        return self.text_at(self.size.width or 80)
+
+    def text_at(self, width: int) -> Text:
+        """What the bar draws laid out `width` cells wide (`render()` is at the width it has now)."""
+        return Text("\n").join(self._build(max(10, width)))
 
     def _dl_lines(self) -> list[Text]:
         return self._build(max(10, self.size.width or 80))
