@@ -10,7 +10,6 @@ from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
-from sparktop.ui.widgets.gpu_panel import GpuPanel
 from tests.fixtures.demo_session import demo_session
 from tests.ui.frame import gpu_panel
 
@@ -48,10 +47,12 @@ def column(table, key: str) -> list[str]:
 async def test_sm_column_hidden_with_the_reason_then_shown() -> None:
     source = Unmeasured("default", seed=0)
     app = SparktopApp(source, Config(), auto_refresh=False, warmup=3, clock=lambda: 0.0)
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(
+        size=(120, 36)
+    ) as pilot:  # the tables' columns; the panel's text at 160x40's width
         await pilot.pause()
-        panel = str(app.query_one(GpuPanel).render())
-        assert "sm %" in panel and "not supported on this device" in panel
+        panel = str(gpu_panel(app.session).text_at(PANEL_AT_160))
+        assert "sm %" in panel and "not supported on this device" in panel, panel
         await pilot.press("3")
         await pilot.pause()
         processes = app.query_one(ProcessesTable)
@@ -79,7 +80,7 @@ async def test_sm_column_hidden_with_the_reason_then_shown() -> None:
             containers.get_cell_at((row, containers.get_column_index("sm"))).plain
             == f"{train.gpu_sm_pct:.0f}"
         )
-        assert "not supported" not in str(app.query_one(GpuPanel).render())
+        assert "not supported" not in str(gpu_panel(app.session).text_at(PANEL_AT_160))
 
 
 def test_a_lasting_throttle_is_kept_in_the_messages() -> None:
