@@ -102,15 +102,16 @@ class BrokenDocker(DemoSource):
         return snapshot
 
 
-async def test_the_header_never_cuts_a_reason_mid_sentence() -> None:
+async def test_the_header_never_cuts_a_reason_mid_sentence_and_stays_within_five_lines() -> None:
     """Too narrow for the whole line, the notices go to lines of their own and wrap at words: every word
-    of the reason is on screen; only the host-and-clock part may end in "…"."""
+    of the reason is on screen; only the host-and-clock part may end in "…". On a small terminal (60x18)
+    the header stays within five lines, the last cut with "…". One app, resized (they were an app each)."""
     app = SparktopApp(BrokenDocker(), Config(), auto_refresh=False, warmup=2)
     async with app.run_test(size=(200, 30)) as pilot:
-        for width in (200, 120, 80, 70):  # one app, resized: the header lays its lines out at each width
+        header = app.query_one(StatusLine)
+        for width in (200, 120, 80, 70):  # the header lays its lines out at each width
             await pilot.resize_terminal(width, 30)
             await pilot.pause()
-            header = app.query_one(StatusLine)
             lines = status_text(app).splitlines()
             assert header.size.height == len(lines), (width, lines)
             words = " ".join(line.strip() for line in lines[1:] or lines).split()
@@ -118,15 +119,13 @@ async def test_the_header_never_cuts_a_reason_mid_sentence() -> None:
                 assert " ".join(expected.split()) in " ".join(words), (width, lines)
             assert all("…" not in line for line in lines[1:]), (width, lines)
             assert all(len(line) <= width for line in lines), (width, lines)
-
-
-async def test_the_header_stays_within_five_lines_on_a_small_terminal() -> None:
-    app = SparktopApp(BrokenDocker(), Config(), auto_refresh=False, warmup=2)
-    async with app.run_test(size=(60, 18)) as pilot:
+        await pilot.resize_terminal(60, 18)
         await pilot.pause()
         lines = status_text(app).splitlines()
-        assert app.query_one(StatusLine).size.height == len(lines) == 5, lines
-        assert lines[-1].endswith("…"), lines
+        assert header.size.height == len(lines) == 5, (
+            f"the header takes more than five lines at 60x18: {lines}"
+        )
+        assert lines[-1].endswith("…"), f"the header's last line at 60x18 is not cut with …: {lines}"
 
 
 async def test_a_sample_failing_in_the_warm_up_is_said_not_raised() -> None:
