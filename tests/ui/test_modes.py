@@ -42,7 +42,8 @@ async def test_read_only_says_so_hides_stop_and_explains_the_key() -> None:
         assert "Stop" not in footer_text
 
 
-async def test_replay_says_replay_and_hides_stop(tmp_path: Path) -> None:
+async def test_replay_says_replay_and_hides_stop_and_ctrl_c_quits_as_in_top(tmp_path: Path) -> None:
+    """ctrl+c quits from the dashboard in any mode (it had an app of its own, on the demo)."""
     app = SparktopApp(ReplaySource(recording(tmp_path)), Config(), auto_refresh=False, warmup=3)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
@@ -52,6 +53,9 @@ async def test_replay_says_replay_and_hides_stop(tmp_path: Path) -> None:
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
         assert app.stops.reports == ["replay: nothing to stop"]
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not app.is_running, "ctrl+c did not quit"
 
 
 @pytest.mark.parametrize("scenario", ["default"])
@@ -93,15 +97,6 @@ def test_creep_watch_says_it_is_collecting_data_until_it_can_judge() -> None:
         assert text is not None and "collecting data (~10 s to go" in text.plain, (ticks, text)
     run.sample()
     assert creep_block(run.session) is None  # enough data, and the calm audio scenario does not creep
-
-
-async def test_ctrl_c_quits_as_in_top() -> None:
-    app = make_app(warmup=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-        await pilot.press("ctrl+c")
-        await pilot.pause()
-        assert not app.is_running
 
 
 def test_psi_numbers_are_labelled_with_their_averaging_windows() -> None:
