@@ -5,17 +5,18 @@ throttle goes to the messages (M)."""
 from __future__ import annotations
 
 from sparktop.analysis.throttle import LASTING_S
+from sparktop.core.columns import CONTAINER_COLUMN_SPECS, PROCESS_COLUMN_SPECS, SM_COLUMN
 from sparktop.core.snapshot import Snapshot
 from sparktop.settings.config import Config
 from sparktop.sources.demo import DemoSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.dashboard import ContainersTable, ProcessesTable
 from tests.fixtures.demo_session import demo_session
-from tests.ui.frame import gpu_panel
+from tests.ui.frame import gpu_panel, table_cell, table_rows
 
 WHY = "not supported on this device (both per-process utilisation calls)"
 # The GPU panel's width in the dashboard's gauges column at 120x36 and at 160x40: its text is read there
-# without an app (tests/ui/frame.py); the table checks keep one.
+# without an app (tests/ui/frame.py); the tables' columns keep one.
 PANEL_AT_120, PANEL_AT_160 = 35, 80
 
 
@@ -40,47 +41,37 @@ class Unmeasured(DemoSource):
         return snapshot
 
 
-def column(table, key: str) -> list[str]:
-    return [table.get_cell_at((row, table.get_column_index(key))).plain for row in range(table.row_count)]
-
-
 async def test_sm_column_hidden_with_the_reason_then_shown() -> None:
+    """The tables' columns as the dashboard sets them (on every redraw, their tabs shown or not: showing the
+    Processes tab cost a third of the test); the cells through the rows the tables draw and the panel's text
+    over the app's session (tests/ui/frame.py)."""
     source = Unmeasured("default", seed=0)
     app = SparktopApp(source, Config(), auto_refresh=False, warmup=3, clock=lambda: 0.0)
-    async with app.run_test(
-        size=(120, 36)
-    ) as pilot:  # the tables' columns; the panel's text at 160x40's width
+    async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         panel = str(gpu_panel(app.session).text_at(PANEL_AT_160))
         assert "sm %" in panel and "not supported on this device" in panel, panel
-        await pilot.press("3")
-        await pilot.pause()
-        processes = app.query_one(ProcessesTable)
-        assert "sm" not in processes.columns and "gpu" in processes.columns
+        processes, containers = app.query_one(ProcessesTable), app.query_one(ContainersTable)
+        assert "sm" not in processes.columns and "gpu" in processes.columns, "sm shown while unmeasured"
+        assert "sm" not in containers.columns and "gpu" in containers.columns, "sm shown while unmeasured"
 
         source.measured = True
         await app.refresh_once()
         await pilot.pause()
-        assert "sm" in processes.columns
-        trainer = next(
-            p for p in app.session.latest.processes if p.name == "python3" and (p.gpu_sm_pct or 0) > 50
-        )
-        row = processes.get_row_index(f"process:{trainer.pid}:{int(trainer.start_time)}")
-        assert (
-            processes.get_cell_at((row, processes.get_column_index("sm"))).plain
-            == f"{trainer.gpu_sm_pct:.0f}"
-        )
-        assert "—" in column(processes, "sm")  # processes without a GPU context: no figure, not 0
-        await pilot.press("2")
-        await pilot.pause()
-        containers = app.query_one(ContainersTable)
-        train = next(c for c in app.session.latest.containers if c.compose_project == "ssd-tetris")
-        row = containers.get_row_index(f"container:{train.id}")
-        assert (
-            containers.get_cell_at((row, containers.get_column_index("sm"))).plain
-            == f"{train.gpu_sm_pct:.0f}"
-        )
-        assert "not supported" not in str(gpu_panel(app.session).text_at(PANEL_AT_160))
+        assert "sm" in processes.columns and "sm" in containers.columns, "sm not shown once measured"
+        session = app.session
+    assert session.latest is not None
+    container_rows, process_rows = table_rows(session)
+    trainer = next(p for p in session.latest.processes if p.name == "python3" and (p.gpu_sm_pct or 0) > 50)
+    sm = PROCESS_COLUMN_SPECS[SM_COLUMN]
+    cells = {row.key: table_cell(sm, row) for row in process_rows if not row.minor}  # the rows shown
+    assert cells[f"process:{trainer.pid}:{int(trainer.start_time)}"] == f"{trainer.gpu_sm_pct:.0f}"
+    assert "—" in cells.values()  # processes without a GPU context: no figure, not 0
+    train = next(c for c in session.latest.containers if c.compose_project == "ssd-tetris")
+    sm = CONTAINER_COLUMN_SPECS[SM_COLUMN]
+    row = next(row for row in container_rows if row.key == f"container:{train.id}")
+    assert table_cell(sm, row) == f"{train.gpu_sm_pct:.0f}"
+    assert "not supported" not in str(gpu_panel(session).text_at(PANEL_AT_160))
 
 
 def test_a_lasting_throttle_is_kept_in_the_messages() -> None:
