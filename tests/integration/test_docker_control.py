@@ -222,30 +222,30 @@ def _stop_in_thread(ctl: DockerController, cid: str, timeout: float) -> tuple[th
     return worker, outcome
 
 
-def test_engine_restarted_gracefully_mid_stop(spare_engine: DockerEngine) -> None:
+def test_engine_restarted_gracefully_mid_stop(restartable_engine: DockerEngine) -> None:
     """`systemctl restart docker` while a stop waits out its grace period: dockerd stops its containers on
     the way down (SIGKILL after its --shutdown-timeout) and answers the stop before it exits, so the stop
     succeeds and the container is exited when the engine is back."""
-    c = spare_engine.run(unique_name("graceful"), STUBBORN)
-    ctl = DockerController(base_url=spare_engine.socket_url)
+    c = restartable_engine.run(unique_name("graceful"), STUBBORN)
+    ctl = DockerController(base_url=restartable_engine.socket_url)
     worker, outcome = _stop_in_thread(ctl, c.id, timeout=20)
     time.sleep(1.0)
-    spare_engine.restart()
+    restartable_engine.restart()
     worker.join(timeout=40)
     assert not worker.is_alive()
     assert outcome == [None]
-    assert spare_engine.client.api.inspect_container(c.id)["State"]["Running"] is False
+    assert restartable_engine.client.api.inspect_container(c.id)["State"]["Running"] is False
     ctl.close()
 
 
-def test_engine_crashed_mid_stop(spare_engine: DockerEngine) -> None:
+def test_engine_crashed_mid_stop(restartable_engine: DockerEngine) -> None:
     """dockerd dies (SIGKILL) while a stop is in flight: one readable line, not a StopTimeout, and the same
     controller works again once the engine is back."""
-    c = spare_engine.run(unique_name("mid-stop"), STUBBORN)
-    ctl = DockerController(base_url=spare_engine.socket_url)
+    c = restartable_engine.run(unique_name("mid-stop"), STUBBORN)
+    ctl = DockerController(base_url=restartable_engine.socket_url)
     worker, outcome = _stop_in_thread(ctl, c.id, timeout=20)
     time.sleep(1.0)  # the stop is waiting out its 20 s of SIGTERM grace
-    spare_engine.crash()
+    restartable_engine.crash()
     worker.join(timeout=10)
     assert not worker.is_alive()
     assert len(outcome) == 1 and outcome[0] is not None, outcome
@@ -259,12 +259,12 @@ def test_engine_crashed_mid_stop(spare_engine: DockerEngine) -> None:
     with pytest.raises(ControlError) as again:
         ctl.kill(c.id)
     assert str(again.value) == (
-        f"Docker engine stopped answering: connection refused on {spare_engine.socket_path}"
+        f"Docker engine stopped answering: connection refused on {restartable_engine.socket_path}"
     )
 
-    spare_engine.start()
+    restartable_engine.start()
     ctl.kill(c.id)  # without live-restore dockerd stopped it on start-up already: still no error
-    after = spare_engine.run(unique_name("after-crash"), POLITE)
+    after = restartable_engine.run(unique_name("after-crash"), POLITE)
     ctl.stop(after.id, timeout=5)
-    assert spare_engine.client.api.inspect_container(after.id)["State"]["Status"] == "exited"
+    assert restartable_engine.client.api.inspect_container(after.id)["State"]["Status"] == "exited"
     ctl.close()

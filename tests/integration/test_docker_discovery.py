@@ -177,14 +177,16 @@ def test_permission_denied_names_the_docker_group(docker_engine: DockerEngine, l
     assert GROUP_HINT == "add yourself to the docker group: sudo usermod -aG docker $USER"
 
 
-def test_engine_down_mid_run_keeps_stale_names_and_recovers(spare_engine: DockerEngine) -> None:
-    container = spare_engine.run(unique_name("survivor"), SLEEP, labels={"com.docker.compose.project": "p"})
+def test_engine_down_mid_run_keeps_stale_names_and_recovers(restartable_engine: DockerEngine) -> None:
+    container = restartable_engine.run(
+        unique_name("survivor"), SLEEP, labels={"com.docker.compose.project": "p"}
+    )
     clock = FakeClock()
-    discovery = DockerDiscovery(base_url=spare_engine.socket_url, refresh_s=3.0, clock=clock)
+    discovery = DockerDiscovery(base_url=restartable_engine.socket_url, refresh_s=3.0, clock=clock)
     names, status = discovery.containers()
     assert status.available and container.id in names
 
-    spare_engine.stop()  # like `systemctl stop docker`: its containers stop, its socket goes away
+    restartable_engine.stop()  # like `systemctl stop docker`: its containers stop, its socket goes away
     clock.advance(3.0)
     t0 = time.monotonic()
     names, status = discovery.containers()
@@ -210,7 +212,7 @@ def test_engine_down_mid_run_keeps_stale_names_and_recovers(spare_engine: Docker
         assert discovery.fetches == fetches
     assert status.reason == "Docker engine stopped answering (socket gone) — names from 20 s ago, retrying"
 
-    spare_engine.start()
+    restartable_engine.start()
     clock.advance(3.0)  # within refresh_s of the engine's return: fresh names, the stale notice gone
     names, status = discovery.containers()
     assert discovery.fetches == 8

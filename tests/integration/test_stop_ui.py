@@ -9,24 +9,29 @@ container that truly will not die is shown on the demo controller in tests/ui/te
 
 Each app here is ~0.4 s of CPU and each container ~0.25 s: the tests whose container must stay running share
 one (`bystander`, each checks it still runs), and a test that stops one container checks every outcome of
-its dialog on it (cancel first, then stop).
+its dialog on it (cancel first, then stop). The tests of an app with the default flags share one app per
+engine (`engine_app` on the session engine, `spare_app` on the engine the tests stop and crash), each test
+on containers of its own, with a log of its own and the app's settings back as they were (`fresh`).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from docker.models.containers import Container
+from textual.pilot import Pilot
 
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
 from sparktop.core.format import fmt_bytes
 from sparktop.settings.config import Config
 from sparktop.sources.live import LiveSource
 from sparktop.stopping.stop_book import Report
+from sparktop.stopping.stop_log import ActionLog
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
 from sparktop.ui.screens.dashboard import ContainersTable
@@ -36,6 +41,8 @@ from tests.fixtures.sources import NoGpu
 from tests.integration.engine import DockerEngine, hung_runtime, run_as_user, unique_name
 
 pytestmark = pytest.mark.docker
+# The async tests run in the module's event loop, the one its shared apps run in.
+in_the_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 SHM = 64_000_000  # far above an idle container's few MB; small beside the guard tests' MemAvailable floors
 # Exits on SIGTERM (the trap interrupts `wait`); holds 64 MB in /dev/shm meanwhile.
@@ -75,6 +82,56 @@ def live_app(url: str, config: Config | None = None, **kw) -> SparktopApp:
     )
     app.animation_level = "none"
     return app
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def engine_app_of_the_module(docker_engine: DockerEngine) -> AsyncIterator[tuple[SparktopApp, Pilot]]:
+    app = live_app(docker_engine.socket_url)
+    async with app.run_test(size=(140, 36)) as pilot:
+        yield app, pilot
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def spare_app_of_the_module(
+    restartable_engine_of_the_session: DockerEngine,
+) -> AsyncIterator[tuple[SparktopApp, Pilot]]:
+    app = live_app(restartable_engine_of_the_session.socket_url)
+    async with app.run_test(size=(120, 36)) as pilot:
+        yield app, pilot
+
+
+async def fresh(app: SparktopApp, pilot: Pilot, log: Path) -> tuple[SparktopApp, Pilot]:
+    """A shared app as a new one starts: no dialog, nothing reported, its settings (stop timeout, HTTP
+    deadline) as made, and the test's own action log (the module's apps were made before the test set
+    XDG_STATE_HOME: the tests that make an app of their own check that the log goes there)."""
+    await settle(app, pilot)
+    while app.screen is not app.dashboard:
+        app.pop_screen()
+    assert app.stops.pending == {}, f"a stop left pending by an earlier test: {app.stops.reports}"
+    app.stops.reports.clear()
+    app.stops.book.log = ActionLog(log)
+    app.stops.book.timeout = app.config.stop_timeout
+    app.stops.controller.api_timeout = API_TIMEOUT
+    return app, pilot
+
+
+API_TIMEOUT = 5.0  # DockerController's own HTTP deadline
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def engine_app(
+    engine_app_of_the_module: tuple[SparktopApp, Pilot], state_dir: Path
+) -> tuple[SparktopApp, Pilot]:
+    """The module's app on the session engine, as a new one starts."""
+    return await fresh(*engine_app_of_the_module, state_dir)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def spare_app(
+    spare_app_of_the_module: tuple[SparktopApp, Pilot], restartable_engine: DockerEngine, state_dir: Path
+) -> tuple[SparktopApp, Pilot]:
+    """The module's app on the restartable engine (running, emptied), as a new one starts."""
+    return await fresh(*spare_app_of_the_module, state_dir)
 
 
 def running(engine: DockerEngine, cid: str) -> bool:
@@ -153,95 +210,99 @@ def log_lines(path: Path) -> list[list[str]]:
 # --- stop, cancel ---------------------------------------------------------------------------------------
 
 
-async def test_cancel_leaves_it_running_and_stop_frees_its_shm(docker_engine, docker_run, state_dir) -> None:
-    """The dialog's two answers on one container (one app, one container): Cancel, focused, leaves it
-    running and logs nothing; then `y` stops it and says what it freed."""
+@in_the_module_loop
+async def test_cancel_leaves_it_running_and_stop_frees_its_shm(
+    docker_engine, docker_run, engine_app, state_dir
+) -> None:
+    """The dialog's two answers on one container: Cancel, focused, leaves it running and logs nothing; then
+    `y` stops it and says what it freed."""
     c = docker_run(unique_name("shm-stop"), SHM_HOLDER, shm_size="300m")
     wait_for_shm(c)
-    app = live_app(docker_engine.socket_url)
-    async with app.run_test(size=(140, 36)) as pilot:
-        await select(app, pilot, c.id)
-        await pilot.press("s")
-        assert isinstance(app.screen, ConfirmScreen)
-        assert app.screen.focused is not None and app.screen.focused.id == "cancel", "Cancel is not focused"
-        await pilot.press("enter")
-        await settle(app, pilot)
-        assert not isinstance(app.screen, ConfirmScreen), "Cancel left the dialog open"
-        time.sleep(1.0)
-        await app.refresh_once()
-        assert running(docker_engine, c.id), "Cancel stopped the container"
-        assert c.id in {x.id for x in app.session.latest.containers}
-        assert app.stops.pending == {} and log_lines(state_dir) == [], "Cancel logged or left a stop pending"
+    app, pilot = engine_app
+    await select(app, pilot, c.id)
+    await pilot.press("s")
+    assert isinstance(app.screen, ConfirmScreen)
+    assert app.screen.focused is not None and app.screen.focused.id == "cancel", "Cancel is not focused"
+    await pilot.press("enter")
+    await settle(app, pilot)
+    assert not isinstance(app.screen, ConfirmScreen), "Cancel left the dialog open"
+    time.sleep(1.0)
+    await app.refresh_once()
+    assert running(docker_engine, c.id), "Cancel stopped the container"
+    assert c.id in {x.id for x in app.session.latest.containers}
+    assert app.stops.pending == {} and log_lines(state_dir) == [], "Cancel logged or left a stop pending"
 
-        await pilot.press("s")
-        assert isinstance(app.screen, ConfirmScreen)
-        assert app.screen.focused is not None and app.screen.focused.id == "cancel"
-        text = dialog_text(app)
-        assert f"Stop container {c.name}?" in text
-        assert docker_engine.image in text
-        consumer = next(k for k in app.session.latest.accounting.consumers if k.key == f"container:{c.id}")
-        assert consumer.cpu_bytes >= SHM  # the cgroup charges the shm pages to the container
-        assert f"memory: {fmt_bytes(consumer.total)}" in text
-        assert "GPU side —" in text  # no GPU here: a dash, not a measured-looking 0
-        used_before = app.session.latest.memory.used
-        await pilot.press("y")
-        await pilot.pause()
-        assert status_cell(app, c.id) in ("stopping…", "stopped")
-        await settle(app, pilot)
+    await pilot.press("s")
+    assert isinstance(app.screen, ConfirmScreen)
+    assert app.screen.focused is not None and app.screen.focused.id == "cancel"
+    text = dialog_text(app)
+    assert f"Stop container {c.name}?" in text
+    assert docker_engine.image in text
+    consumer = next(k for k in app.session.latest.accounting.consumers if k.key == f"container:{c.id}")
+    assert consumer.cpu_bytes >= SHM  # the cgroup charges the shm pages to the container
+    assert f"memory: {fmt_bytes(consumer.total)}" in text
+    assert "GPU side —" in text  # no GPU here: a dash, not a measured-looking 0
+    used_before = app.session.latest.memory.used
+    await pilot.press("y")
+    await pilot.pause()
+    assert status_cell(app, c.id) in ("stopping…", "stopped")
+    await settle(app, pilot)
 
-        state = docker_engine.client.api.inspect_container(c.id)["State"]
-        assert state["Status"] == "exited" and state["ExitCode"] == 0
+    state = docker_engine.client.api.inspect_container(c.id)["State"]
+    assert state["Status"] == "exited" and state["ExitCode"] == 0
 
-        await sample_until(app, pilot, lambda: not app.stops.pending)
-        snap = app.session.latest
-        assert c.id not in {x.id for x in snap.containers}
-        assert f"container:{c.id}" not in {k.key for k in snap.accounting.consumers}
-        freed = used_before - snap.memory.used
-        report = app.stops.reports[-1]
-        assert report.startswith(f"stopped {c.name} — freed {fmt_bytes(max(0, freed))}"), report
-        ((_, action, target, result),) = log_lines(state_dir)
-        assert (action, target, result) == ("stop", f"container {c.name} ({c.id[:12]})", "stopped")
+    await sample_until(app, pilot, lambda: not app.stops.pending)
+    snap = app.session.latest
+    assert c.id not in {x.id for x in snap.containers}
+    assert f"container:{c.id}" not in {k.key for k in snap.accounting.consumers}
+    freed = used_before - snap.memory.used
+    report = app.stops.reports[-1]
+    assert report.startswith(f"stopped {c.name} — freed {fmt_bytes(max(0, freed))}"), report
+    ((_, action, target, result),) = log_lines(state_dir)
+    assert (action, target, result) == ("stop", f"container {c.name} ({c.id[:12]})", "stopped")
 
 
 # --- timeout, then kill ---------------------------------------------------------------------------------
 
 
-async def test_timeout_then_kill(docker_engine, docker_run, state_dir) -> None:
+@in_the_module_loop
+async def test_timeout_then_kill(docker_engine, docker_run, engine_app, state_dir) -> None:
     c = docker_run(unique_name("hung"), STUBBORN)
-    app = live_app(docker_engine.socket_url, Config(stop_timeout=1))
+    app, pilot = engine_app
+    app.stops.book.timeout = 1  # as Config(stop_timeout=1) makes it (`fresh` sets the config's back)
     app.stops.controller.api_timeout = 2  # HTTP deadline of the stop: 2 + 1 s
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)
-        await pilot.press("s")
-        assert "after 1 s" in dialog_text(app)
-        with hung_runtime(c) as pid:
-            await pilot.press("y")
-            await settle(app, pilot)
-            # (no inspect while the shim is stopped: the engine holds the container's lock for the stop)
-            assert os.path.exists(f"/proc/{pid}"), "the container's process should still be alive"
-            said = [r for r in app.stops.reports if "did not stop within 1 s" in r]
-            assert said and said[0].endswith("— K kills it"), app.stops.reports
-            assert status_cell(app, c.id) == "timed out (K)"
-            # the second confirmation is open, Cancel focused
-            assert isinstance(app.screen, ConfirmScreen) and app.screen.focused.id == "cancel"
-            assert f"Kill container {c.name}?" in dialog_text(app)
-        # The short deadline was for the stop to time out; the kill may wait on an engine still catching up.
-        app.stops.controller.api_timeout = 20
+    await select(app, pilot, c.id)
+    await pilot.press("s")
+    assert "after 1 s" in dialog_text(app)
+    with hung_runtime(c) as pid:
         await pilot.press("y")
         await settle(app, pilot)
-        await sample_until(app, pilot, lambda: not app.stops.pending)
-        assert not running(docker_engine, c.id)
-        assert app.stops.reports[-1].startswith(f"killed {c.name} — freed "), app.stops.reports
-        assert [(a, r.split(":")[0]) for _, a, _, r in log_lines(state_dir)] == [
-            ("stop", "timeout"),
-            ("kill", "killed"),
-        ]
+        # (no inspect while the shim is stopped: the engine holds the container's lock for the stop)
+        assert os.path.exists(f"/proc/{pid}"), "the container's process should still be alive"
+        said = [r for r in app.stops.reports if "did not stop within 1 s" in r]
+        assert said and said[0].endswith("— K kills it"), app.stops.reports
+        assert status_cell(app, c.id) == "timed out (K)"
+        # the second confirmation is open, Cancel focused
+        assert isinstance(app.screen, ConfirmScreen) and app.screen.focused.id == "cancel"
+        assert f"Kill container {c.name}?" in dialog_text(app)
+    # The short deadline was for the stop to time out; the kill may wait on an engine still catching up.
+    app.stops.controller.api_timeout = 20
+    await pilot.press("y")
+    await settle(app, pilot)
+    await sample_until(app, pilot, lambda: not app.stops.pending)
+    assert not running(docker_engine, c.id)
+    assert app.stops.reports[-1].startswith(f"killed {c.name} — freed "), app.stops.reports
+    assert [(a, r.split(":")[0]) for _, a, _, r in log_lines(state_dir)] == [
+        ("stop", "timeout"),
+        ("kill", "killed"),
+    ]
 
 
 # --- compose project ------------------------------------------------------------------------------------
 
 
-async def test_compose_project_stop(docker_engine, docker_run, state_dir) -> None:
+@in_the_module_loop
+async def test_compose_project_stop(docker_engine, docker_run, engine_app, state_dir) -> None:
     project = unique_name("stoplab")
 
     def compose(proj: str, service: str):
@@ -250,31 +311,29 @@ async def test_compose_project_stop(docker_engine, docker_run, state_dir) -> Non
 
     whisper, tts = compose(project, "whisper"), compose(project, "tts")
     other = compose(unique_name("otherlab"), "whisper")
-    app = live_app(docker_engine.socket_url)
-    async with app.run_test(size=(140, 36)) as pilot:
-        await select(app, pilot, whisper.id)
-        await pilot.press("S")
-        await settle(app, pilot)  # the engine is asked for the project's containers in a worker
-        text = dialog_text(app)
-        assert f"Stop compose project {project}?" in text and "2 running container(s)" in text
-        assert whisper.name in text and tts.name in text and other.name not in text
-        assert app.screen.focused.id == "cancel"
-        await pilot.press("y")
-        await settle(app, pilot)
-        assert not running(docker_engine, whisper.id) and not running(docker_engine, tts.id)
-        assert running(docker_engine, other.id)
-        await sample_until(app, pilot, lambda: not app.stops.pending)
-        assert app.stops.reports[-1].startswith(
-            f"stopped compose project {project}: 2 of 2 containers — freed"
-        )
-        assert sorted(t for _, _, t, _ in log_lines(state_dir)) == sorted(
-            f"container {x.name} ({x.id[:12]})" for x in (whisper, tts)
-        )
+    app, pilot = engine_app
+    await select(app, pilot, whisper.id)
+    await pilot.press("S")
+    await settle(app, pilot)  # the engine is asked for the project's containers in a worker
+    text = dialog_text(app)
+    assert f"Stop compose project {project}?" in text and "2 running container(s)" in text
+    assert whisper.name in text and tts.name in text and other.name not in text
+    assert app.screen.focused.id == "cancel"
+    await pilot.press("y")
+    await settle(app, pilot)
+    assert not running(docker_engine, whisper.id) and not running(docker_engine, tts.id)
+    assert running(docker_engine, other.id)
+    await sample_until(app, pilot, lambda: not app.stops.pending)
+    assert app.stops.reports[-1].startswith(f"stopped compose project {project}: 2 of 2 containers — freed")
+    assert sorted(t for _, _, t, _ in log_lines(state_dir)) == sorted(
+        f"container {x.name} ({x.id[:12]})" for x in (whisper, tts)
+    )
 
 
 # --- read-only ------------------------------------------------------------------------------------------
 
 
+@in_the_module_loop
 async def test_read_only_keys_do_nothing(docker_engine, bystander, state_dir) -> None:
     c = bystander
     app = live_app(docker_engine.socket_url, read_only=True)
@@ -302,64 +361,67 @@ def test_read_only_in_the_config_is_the_flags(docker_engine) -> None:
 # --- when Docker is not there ---------------------------------------------------------------------------
 
 
-async def test_container_already_gone(docker_engine, docker_run, state_dir) -> None:
+@in_the_module_loop
+async def test_container_already_gone(docker_engine, docker_run, engine_app) -> None:
     c = docker_run(unique_name("vanishing"), POLITE)
-    app = live_app(docker_engine.socket_url)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)
-        await pilot.press("s")
-        docker_engine.client.api.remove_container(c.id, force=True)
-        await pilot.press("y")
-        await settle(app, pilot)
-        assert app.stops.reports[-1] == f"container {c.id[:12]} is already gone"
-        await app.refresh_once()
-        assert c.id not in {x.id for x in app.session.latest.containers}
-        assert app.is_running
+    app, pilot = engine_app
+    await select(app, pilot, c.id)
+    await pilot.press("s")
+    docker_engine.client.api.remove_container(c.id, force=True)
+    await pilot.press("y")
+    await settle(app, pilot)
+    assert app.stops.reports[-1] == f"container {c.id[:12]} is already gone"
+    await app.refresh_once()
+    assert c.id not in {x.id for x in app.session.latest.containers}
+    assert app.is_running
 
 
-async def test_engine_stopped_while_the_dialog_is_open(spare_engine: DockerEngine, state_dir) -> None:
-    c = spare_engine.run(unique_name("orphan"), POLITE)
-    app = live_app(spare_engine.socket_url)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)
-        await pilot.press("s")
-        assert isinstance(app.screen, ConfirmScreen)
-        spare_engine.stop()  # systemctl stop docker: its containers stop, its socket goes
-        await pilot.press("y")
-        await settle(app, pilot)
-        report = app.stops.reports[-1]
-        assert report == f"Docker socket {spare_engine.socket_path} not found — is the Docker engine running?"
-        assert "\n" not in report and app.is_running and app.stops.pending == {}
+@in_the_module_loop
+async def test_engine_stopped_while_the_dialog_is_open(restartable_engine: DockerEngine, spare_app) -> None:
+    c = restartable_engine.run(unique_name("orphan"), POLITE)
+    app, pilot = spare_app
+    await select(app, pilot, c.id)
+    await pilot.press("s")
+    assert isinstance(app.screen, ConfirmScreen)
+    restartable_engine.stop()  # systemctl stop docker: its containers stop, its socket goes
+    await pilot.press("y")
+    await settle(app, pilot)
+    report = app.stops.reports[-1]
+    assert (
+        report == f"Docker socket {restartable_engine.socket_path} not found — is the Docker engine running?"
+    )
+    assert "\n" not in report and app.is_running and app.stops.pending == {}
 
-        # the engine comes back: the same app stops the next container
-        spare_engine.start()
-        again = spare_engine.run(unique_name("after"), POLITE)
-        await sample_until(app, pilot, lambda: again.id in {x.id for x in app.session.latest.containers})
-        await select(app, pilot, again.id)
-        await confirm(app, pilot, "s", "y")
-        await settle(app, pilot)
-        assert spare_engine.client.api.inspect_container(again.id)["State"]["Status"] == "exited"
-        await sample_until(app, pilot, lambda: not app.stops.pending)
-        assert app.stops.reports[-1].startswith(f"stopped {again.name} — freed")
+    # the engine comes back: the same app stops the next container
+    restartable_engine.start()
+    again = restartable_engine.run(unique_name("after"), POLITE)
+    await sample_until(app, pilot, lambda: again.id in {x.id for x in app.session.latest.containers})
+    await select(app, pilot, again.id)
+    await confirm(app, pilot, "s", "y")
+    await settle(app, pilot)
+    assert restartable_engine.client.api.inspect_container(again.id)["State"]["Status"] == "exited"
+    await sample_until(app, pilot, lambda: not app.stops.pending)
+    assert app.stops.reports[-1].startswith(f"stopped {again.name} — freed")
 
 
-async def test_engine_crashed_mid_stop(spare_engine: DockerEngine, state_dir) -> None:
-    c = spare_engine.run(unique_name("midstop"), STUBBORN)
-    app = live_app(spare_engine.socket_url, Config(stop_timeout=20))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)
-        await confirm(app, pilot, "s", "y")
-        await pilot.pause(1.0)  # the engine is waiting out the 20 s of SIGTERM grace
-        assert status_cell(app, c.id) == "stopping…"
-        spare_engine.crash()
-        await settle(app, pilot)
-        assert app.stops.reports[-1] == (
-            "Docker engine stopped answering: the engine closed the connection mid-request (restarted?)"
-        )
-        assert app.is_running and app.stops.pending == {}
-        await app.refresh_once()
-        await pilot.pause()
-        assert status_cell(app, c.id) != "stopping…"
+@in_the_module_loop
+async def test_engine_crashed_mid_stop(restartable_engine: DockerEngine, spare_app) -> None:
+    c = restartable_engine.run(unique_name("midstop"), STUBBORN)
+    app, pilot = spare_app
+    app.stops.book.timeout = 20  # as Config(stop_timeout=20) makes it (`fresh` sets the config's back)
+    await select(app, pilot, c.id)
+    await confirm(app, pilot, "s", "y")
+    await pilot.pause(1.0)  # the engine is waiting out the 20 s of SIGTERM grace
+    assert status_cell(app, c.id) == "stopping…"
+    restartable_engine.crash()
+    await settle(app, pilot)
+    assert app.stops.reports[-1] == (
+        "Docker engine stopped answering: the engine closed the connection mid-request (restarted?)"
+    )
+    assert app.is_running and app.stops.pending == {}
+    await app.refresh_once()
+    await pilot.pause()
+    assert status_cell(app, c.id) != "stopping…"
 
 
 async def _stop(url: str, cid: str) -> tuple[str, list[str], bool, bool]:
@@ -423,29 +485,33 @@ def test_a_missing_socket_then_permission_denied_on_it(
 # --- a container of an engine sparktop is not connected to -----------------------------------------------
 
 
+@in_the_module_loop
 async def test_a_container_of_another_engine_is_named_so_and_offers_no_stop(
-    docker_engine: DockerEngine, spare_engine: DockerEngine, bystander: Container, state_dir: Path
+    docker_engine: DockerEngine,
+    restartable_engine: DockerEngine,
+    spare_app,
+    bystander: Container,
+    state_dir: Path,
 ) -> None:
     """Two real engines on one machine; sparktop talks to the spare one and sees the other's container
     through its cgroup only: the row says whose it is and `s` explains instead of a dialog that would end
     in "is already gone"."""
     theirs = bystander
-    ours = spare_engine.run(unique_name("ours"), POLITE)
-    app = live_app(spare_engine.socket_url)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, theirs.id)
-        name = str(app.query_one(ContainersTable).get_cell(f"container:{theirs.id}", "name"))
-        assert name == f"{theirs.id[:12]} (not connected)"
-        await pilot.press("s")
-        await pilot.pause()
-        assert not isinstance(app.screen, ConfirmScreen)
-        assert app.stops.reports[-1] == (
-            f"{theirs.id[:12]} belongs to another Docker engine, which sparktop is not connected to: "
-            "it can show it, not stop it"
-        )
-        assert running(docker_engine, theirs.id) and not state_dir.exists()
-        await select(app, pilot, ours.id)  # the connected engine's own container: the dialog as ever
-        await pilot.press("s")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen) and ours.name in dialog_text(app)
-        await pilot.press("escape")
+    ours = restartable_engine.run(unique_name("ours"), POLITE)
+    app, pilot = spare_app
+    await select(app, pilot, theirs.id)
+    name = str(app.query_one(ContainersTable).get_cell(f"container:{theirs.id}", "name"))
+    assert name == f"{theirs.id[:12]} (not connected)"
+    await pilot.press("s")
+    await pilot.pause()
+    assert not isinstance(app.screen, ConfirmScreen)
+    assert app.stops.reports[-1] == (
+        f"{theirs.id[:12]} belongs to another Docker engine, which sparktop is not connected to: "
+        "it can show it, not stop it"
+    )
+    assert running(docker_engine, theirs.id) and not state_dir.exists()
+    await select(app, pilot, ours.id)  # the connected engine's own container: the dialog as ever
+    await pilot.press("s")
+    await pilot.pause()
+    assert isinstance(app.screen, ConfirmScreen) and ours.name in dialog_text(app)
+    await pilot.press("escape")
