@@ -109,6 +109,7 @@ async def fresh(app: SparktopApp, pilot: Pilot, log: Path) -> tuple[SparktopApp,
         app.pop_screen()
     assert app.stops.pending == {}, f"a stop left pending by an earlier test: {app.stops.reports}"
     app.stops.reports.clear()
+    app.read_only = app.stops.book.read_only = False  # as made: no flag, no config
     app.stops.book.log = ActionLog(log)
     app.stops.book.timeout = app.config.stop_timeout
     app.stops.controller.api_timeout = API_TIMEOUT
@@ -334,28 +335,35 @@ async def test_compose_project_stop(docker_engine, docker_run, engine_app, state
 
 
 @in_the_module_loop
-async def test_read_only_keys_do_nothing(docker_engine, bystander, state_dir) -> None:
+async def test_read_only_keys_do_nothing(docker_engine, bystander, engine_app, state_dir) -> None:
+    """On the dashboard made read-only as --read-only makes it (test_read_only_from_the_flag_and_the_config
+    checks that both make it so), no stop key opens a dialog: each says why, and nothing is stopped."""
     c = bystander
-    app = live_app(docker_engine.socket_url, read_only=True)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await select(app, pilot, c.id)
-        for key in ("s", "S", "K", "k"):
-            n = len(app.stops.reports)
-            await pilot.press(key)
-            await settle(app, pilot)
-            assert not isinstance(app.screen, ConfirmScreen), key
-            assert app.stops.reports[n:] == [READ_ONLY], key
-        assert running(docker_engine, c.id)
-        assert log_lines(state_dir) == []
+    app, pilot = engine_app
+    app.read_only = app.stops.book.read_only = True  # `fresh` puts them back for the next test
+    await select(app, pilot, c.id)
+    for key in ("s", "S", "K", "k"):
+        n = len(app.stops.reports)
+        await pilot.press(key)
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen), key
+        assert app.stops.reports[n:] == [READ_ONLY], key
+    assert running(docker_engine, c.id)
+    assert log_lines(state_dir) == []
 
 
-def test_read_only_in_the_config_is_the_flags(docker_engine) -> None:
-    """`read_only = true` in the config makes the app read-only as --read-only does: the stop book its keys
-    ask says so (test_read_only_keys_do_nothing presses them on a flag-made one)."""
-    app = live_app(docker_engine.socket_url, Config(read_only=True))
-    assert app.read_only, "read_only in the config did not make the app read-only"
-    assert not app.stops.book.available, "the stop keys are available with read_only in the config"
-    assert app.stops.book.control_refusal() == Report(READ_ONLY, "warning")
+def test_read_only_from_the_flag_and_the_config(docker_engine) -> None:
+    """`--read-only` and `read_only = true` in the config each make the app read-only: the stop book its
+    keys ask says so (test_read_only_keys_do_nothing presses them on a read-only dashboard)."""
+    for made_by, app in (
+        ("--read-only", live_app(docker_engine.socket_url, read_only=True)),
+        ("read_only in the config", live_app(docker_engine.socket_url, Config(read_only=True))),
+    ):
+        assert app.read_only, f"{made_by} did not make the app read-only"
+        assert not app.stops.book.available, f"the stop keys are available with {made_by}"
+        assert app.stops.book.control_refusal() == Report(READ_ONLY, "warning"), made_by
+    plain = live_app(docker_engine.socket_url)
+    assert not plain.read_only and plain.stops.book.available, "read-only without being asked"
 
 
 # --- when Docker is not there ---------------------------------------------------------------------------
