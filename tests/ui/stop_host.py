@@ -29,6 +29,12 @@ class Host(App[None]):
 
     def __init__(self, source, log_path: Path, **kw) -> None:
         super().__init__()
+        self.start_over(source, log_path, **kw)
+
+    def start_over(self, source, log_path: Path, **kw) -> None:
+        """On `source` with a new session, stop book and log, as a new host starts: a running host shared by
+        a module's tests (tests/ui/test_stop.py) is started over for each (a Textual app costs more than
+        all this)."""
         self.source = source
         self.session = Session()
         self.latest: Snapshot | None = None
