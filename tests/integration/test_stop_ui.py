@@ -54,8 +54,9 @@ STUBBORN = "sh -c 'trap \"\" TERM; sleep 3600'"
 @pytest.fixture(scope="module")
 def bystander(docker_engine: DockerEngine) -> Iterator[Container]:
     """A container the module's tests leave running (read-only keys, a stop refused or failed, another
-    engine's): each checks it still runs. Of a compose project, for `S`."""
-    labels = {"com.docker.compose.project": unique_name("ro-lab"), "com.docker.compose.service": "x"}
+    engine's): each checks it still runs. Of a compose project, for `S`, and the decoy of the compose
+    stop: a `whisper` service of another project."""
+    labels = {"com.docker.compose.project": unique_name("ro-lab"), "com.docker.compose.service": "whisper"}
     container = docker_engine.run(unique_name("bystander"), POLITE, labels=labels)
     try:
         yield container
@@ -140,15 +141,18 @@ def running(engine: DockerEngine, cid: str) -> bool:
 
 
 def wait_for_shm(container, timeout: float = 30.0) -> None:
-    """Until the container's /dev/shm holds the 64 MB (seen from inside: `du` of the tmpfs)."""
+    """Until the container's /dev/shm holds the 64 MB, seen through its init's root (/proc/PID/root: its
+    mount namespace, its /dev/shm tmpfs): a stat here, where an `exec` in the container each try cost the
+    engine and runc a process."""
+    container.reload()
+    shm = Path(f"/proc/{container.attrs['State']['Pid']}/root/dev/shm/x")
     deadline = time.monotonic() + timeout * load_per_core()
     while True:
-        out = container.exec_run(["sh", "-c", "ls -l /dev/shm/x"]).output.decode()
-        parts = out.split()
-        if len(parts) > 4 and parts[4].isdigit() and int(parts[4]) >= SHM:
+        size = shm.stat().st_size if shm.exists() else 0
+        if size >= SHM:
             return
-        assert time.monotonic() < deadline, f"/dev/shm not filled: {out!r}"
-        time.sleep(0.1)
+        assert time.monotonic() < deadline, f"/dev/shm not filled: {size} bytes in {shm}"
+        time.sleep(0.05)
 
 
 async def select(app: SparktopApp, pilot, cid: str) -> None:
@@ -303,7 +307,7 @@ async def test_timeout_then_kill(docker_engine, docker_run, engine_app, state_di
 
 
 @in_the_module_loop
-async def test_compose_project_stop(docker_engine, docker_run, engine_app, state_dir) -> None:
+async def test_compose_project_stop(docker_engine, docker_run, bystander, engine_app, state_dir) -> None:
     project = unique_name("stoplab")
 
     def compose(proj: str, service: str):
@@ -311,7 +315,9 @@ async def test_compose_project_stop(docker_engine, docker_run, engine_app, state
         return docker_run(unique_name(f"{proj}-{service}"), POLITE, labels=labels)
 
     whisper, tts = compose(project, "whisper"), compose(project, "tts")
-    other = compose(unique_name("otherlab"), "whisper")
+    other = bystander  # a service of the same name in another project: neither listed nor stopped
+    assert other.labels["com.docker.compose.service"] == "whisper"
+    assert other.labels["com.docker.compose.project"] != project
     app, pilot = engine_app
     await select(app, pilot, whisper.id)
     await pilot.press("S")
