@@ -6,9 +6,11 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docker.models.containers import Container
 
 from sparktop.collect import docker as sdocker
 from sparktop.collect.docker import GROUP_HINT, DockerDiscovery
@@ -18,6 +20,27 @@ from tests.integration.engine import DockerEngine, run_as_user, unique_name
 pytestmark = pytest.mark.docker
 
 SLEEP = "sh -c 'sleep 3600'"
+
+
+@pytest.fixture(scope="module")
+def names_lab(docker_engine: DockerEngine) -> Iterator[dict[str, Container]]:
+    """What the names are read from: compose project audio-lab (services whisper, tts) and a container of
+    no project. (The shared `lab` also fills a container's /dev/shm, polled with an exec per try, for the
+    tests that read memory; names need none of it.)"""
+
+    def run(stem: str, labels: dict[str, str]) -> Container:
+        return docker_engine.run(unique_name(stem), SLEEP, labels=labels)
+
+    made = {
+        service: run(
+            f"audio-lab-{service}",
+            {"com.docker.compose.project": "audio-lab", "com.docker.compose.service": service},
+        )
+        for service in ("whisper", "tts")
+    }
+    made["plain"] = run("plain", {})
+    yield made
+    docker_engine.remove(c.id for c in made.values())
 
 
 class FakeClock:
@@ -31,31 +54,31 @@ class FakeClock:
         self.t += seconds
 
 
-def test_names_images_labels_and_status(docker_engine: DockerEngine, lab: dict) -> None:
+def test_names_images_labels_and_status(docker_engine: DockerEngine, names_lab: dict) -> None:
     discovery = DockerDiscovery(base_url=docker_engine.socket_url)
     names, status = discovery.containers()
     discovery.close()
 
     assert status.available, status.reason
     assert status.reason is None
-    for key, container in lab.items():
+    for key, container in names_lab.items():
         info = names[container.id]  # full 64-hex ids, as cgroups name them
         assert len(container.id) == 64
         assert info["name"] == container.name
         assert info["image"] == docker_engine.image
         assert info["status"] == "running"
-        if key == "shm":
+        if key == "plain":
             assert info["compose_project"] is None and info["compose_service"] is None
         else:
             assert info["compose_project"] == "audio-lab"
             assert info["compose_service"] == key
-    assert set(names[lab["whisper"].id]) == {
+    assert set(names[names_lab["whisper"].id]) == {
         "name", "image", "status", "compose_project", "compose_service", "ports"
     }  # fmt: skip
-    assert names[lab["whisper"].id]["ports"] == []  # --network none publishes nothing
+    assert names[names_lab["whisper"].id]["ports"] == []  # --network none publishes nothing
 
 
-def test_discovery_on_a_unix_socket_loads_no_sdk(docker_engine: DockerEngine, lab: dict) -> None:
+def test_discovery_on_a_unix_socket_loads_no_sdk(docker_engine: DockerEngine, names_lab: dict) -> None:
     # The names come over the socket with the standard library: the SDK (requests, urllib3; ~7 MiB) is
     # loaded for control only. A fresh interpreter, so no other test's import counts.
     probe = (
@@ -70,7 +93,7 @@ def test_discovery_on_a_unix_socket_loads_no_sdk(docker_engine: DockerEngine, la
                           timeout=120, check=True)  # fmt: skip
     available, ids, loaded = json.loads(done.stdout)
     assert available
-    assert {c.id for c in lab.values()} <= set(ids)
+    assert {c.id for c in names_lab.values()} <= set(ids)
     assert loaded == []
 
 
@@ -83,7 +106,7 @@ def test_only_running_containers_are_listed(docker_engine: DockerEngine, docker_
     assert done.id not in names
 
 
-def test_refresh_is_cached_until_refresh_s_passes(docker_engine: DockerEngine, docker_run, lab) -> None:
+def test_refresh_is_cached_until_refresh_s_passes(docker_engine: DockerEngine, docker_run, names_lab) -> None:
     clock = FakeClock()
     discovery = DockerDiscovery(base_url=docker_engine.socket_url, refresh_s=3.0, clock=clock)
     names, _ = discovery.containers()
@@ -110,13 +133,13 @@ def test_refresh_is_cached_until_refresh_s_passes(docker_engine: DockerEngine, d
     discovery.close()
 
 
-def test_returned_dicts_are_copies(docker_engine: DockerEngine, lab) -> None:
+def test_returned_dicts_are_copies(docker_engine: DockerEngine, names_lab) -> None:
     discovery = DockerDiscovery(base_url=docker_engine.socket_url, clock=FakeClock())
     names, _ = discovery.containers()
-    names[lab["tts"].id]["name"] = "scribbled"
+    names[names_lab["tts"].id]["name"] = "scribbled"
     names.clear()
     again, _ = discovery.containers()
-    assert again[lab["tts"].id]["name"] == lab["tts"].name
+    assert again[names_lab["tts"].id]["name"] == names_lab["tts"].name
 
 
 def test_missing_socket(docker_engine: DockerEngine) -> None:
@@ -139,11 +162,13 @@ def test_default_socket_missing_says_so(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert status.reason == f"Docker socket {default} not found — showing containers by ID"
 
 
-def test_docker_host_is_honoured(monkeypatch: pytest.MonkeyPatch, docker_engine: DockerEngine, lab) -> None:
+def test_docker_host_is_honoured(
+    monkeypatch: pytest.MonkeyPatch, docker_engine: DockerEngine, names_lab
+) -> None:
     monkeypatch.setenv("DOCKER_HOST", docker_engine.socket_url)
     names, status = DockerDiscovery().containers()
     assert status.available
-    assert lab["whisper"].id in names
+    assert names_lab["whisper"].id in names
 
 
 def test_socket_nobody_listens_on(docker_engine: DockerEngine) -> None:
@@ -166,7 +191,7 @@ def _probe(url: str) -> tuple[int, dict, dict]:
     return os.getuid(), names, status.model_dump()
 
 
-def test_permission_denied_names_the_docker_group(docker_engine: DockerEngine, lab) -> None:
+def test_permission_denied_names_the_docker_group(docker_engine: DockerEngine, names_lab) -> None:
     """A real EACCES: the probe runs as `nobody`, outside the docker group, against the engine's
     root-owned 0660 socket (root itself passes every permission check)."""
     uid, names, status = run_as_user(_probe, docker_engine.socket_url)
