@@ -433,26 +433,7 @@ class WhatIfPane(Vertical):
 
     def _draw_verdicts(self) -> None:
         ev = self.evaluation
-        box = self.query_one("#whatif-verdicts", Static)
-        if ev is None:
-            box.update("")
-            return
-        # Workload names and reasons quote plan files and model names: `$text` variables, never markup.
-        lines = [_verdict_line("Memory", ev.fit.verdict, ev.fit.reason)]
-        if ev.gpu_fit is not None:  # a discrete GPU: its own memory
-            lines.append(_verdict_line("GPU mem", ev.gpu_fit.verdict, ev.gpu_fit.reason))
-        compute_reasons = ev.compute.reasons or [ev.compute.reason]
-        lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
-        lines += [Content(f"{'':9}{extra}") for extra in compute_reasons[1:]]
-        decode = [f"{r.name} ~{r.decode.mid:.1f} tok/s" for r in ev.items if r.decode]
-        if decode:
-            lines.append(_labelled("Decode   ", ", ".join(decode) + " (alone)"))
-        for title, text in ev.contention_lines():
-            lines.append(_labelled(f"{title} ", text))
-        if ev.notes:
-            lines.append(Content.styled("Notes", "bold"))
-            lines += [Content(f" · {note}") for note in ev.notes]
-        box.update(Content("\n").join(lines))
+        self.query_one("#whatif-verdicts", Static).update("" if ev is None else verdict_text(ev))
 
     # -- actions ---------------------------------------------------------------------------------------------
 
@@ -600,6 +581,27 @@ def baseline_head(
         if room <= 0 or head.cell_length <= room:
             break
     return head, hint
+
+
+def verdict_text(ev: Evaluation) -> Content:
+    """The tab's verdicts on an evaluation: memory (and a discrete GPU's), compute, decode speeds, contention
+    and the notes, a line each."""
+    # Workload names and reasons quote plan files and model names: `$text` variables, never markup.
+    lines = [_verdict_line("Memory", ev.fit.verdict, ev.fit.reason)]
+    if ev.gpu_fit is not None:  # a discrete GPU: its own memory
+        lines.append(_verdict_line("GPU mem", ev.gpu_fit.verdict, ev.gpu_fit.reason))
+    compute_reasons = ev.compute.reasons or [ev.compute.reason]
+    lines.append(_verdict_line("Compute", ev.compute.verdict, compute_reasons[0]))
+    lines += [Content(f"{'':9}{extra}") for extra in compute_reasons[1:]]
+    decode = [f"{r.name} ~{r.decode.mid:.1f} tok/s" for r in ev.items if r.decode]
+    if decode:
+        lines.append(_labelled("Decode   ", ", ".join(decode) + " (alone)"))
+    for title, text in ev.contention_lines():
+        lines.append(_labelled(f"{title} ", text))
+    if ev.notes:
+        lines.append(Content.styled("Notes", "bold"))
+        lines += [Content(f" · {note}") for note in ev.notes]
+    return Content("\n").join(lines)
 
 
 def _labelled(label: str, text: str) -> Content:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from sparktop.core.snapshot import ServedModel, ServiceReport
 from sparktop.sources.demo import DemoSource
 from tests.fixtures.demo_session import demo_session
-from tests.ui.demo_app import make_app, show_whatif
+from tests.ui.demo_app import make_app
 from tests.ui.frame import budget_bar, models_panel, pressure_panel
 
 # What the Models tab says is read from its panel over the demo's session (tests/ui/frame.py), laid out at
 # the width it has in a 120-column terminal; the tests of its layout, its keys and its glyphs start an app.
+# (What-if planning with a peak measured here, and `m`, is test_whatif's
+# test_whatif_plans_with_the_measured_peak_and_m_switches_back, on that module's shared tab.)
 WIDTH = 118  # the Models panel's width in a 120-column terminal
 
 
@@ -50,39 +52,6 @@ def test_server_text_is_not_markup() -> None:
     text = models_panel(run.session).text_at(WIDTH)
     assert "[bold red]pwned[/]" in text.plain
     assert "[link=x]HTTP 500[/link]" in text.plain
-
-
-class _LiveLooking(DemoSource):
-    """The demo's machine, stamped as a live source: What-if reads the footprint store only for live data."""
-
-    def sample(self):
-        snap = super().sample()
-        snap.source = "live"
-        return snap
-
-
-async def test_whatif_plans_with_the_measured_peak_and_m_switches_back():
-    from sparktop.core.snapshot import GB
-    from sparktop.footprints.store import shared_store
-    from sparktop.ui.whatif import WhatIfPane
-
-    store = shared_store()  # this test's own XDG_STATE_HOME (tests/conftest.py)
-    store.record("model", "ollama:llama3.1:70b", int(46.8 * GB))
-    store.flush()
-    app = make_app(warmup=0)
-    app.source = _LiveLooking("audio")
-    async with app.run_test(size=(120, 36)) as pilot:
-        await app.refresh_once()
-        await show_whatif(app, pilot)
-        pane = app.query_one(WhatIfPane)
-        pane.add("llama3.1:70b")
-        await pilot.pause()
-        item = pane.evaluation.items[0]
-        assert item.total.mid == 46.8 * GB
-        assert any("measured here: peak 46.8 GB" in w for w in item.warnings)
-        await pilot.press("m")
-        await pilot.pause()
-        assert pane.evaluation.items[0].total.mid != 46.8 * GB
 
 
 def test_demo_contention_shows_the_measured_slowdown_in_the_models_tab() -> None:
