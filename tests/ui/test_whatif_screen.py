@@ -46,7 +46,6 @@ async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
     the start builds none of it; `w` builds it once, on the latest sample, and the ticks keep it current."""
     app = make_app(warmup=1)  # a live baseline needs one sample
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
         assert not app.query(WhatIfPane)
         await app.refresh_once()
         pane = await show_whatif(app, pilot, wait=False)
