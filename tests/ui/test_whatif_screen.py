@@ -1,6 +1,7 @@
 """The What-if tab as it reads on screen: verdict words never glued to their reason, and the pane built the
-first time its tab opens. (The catalog sorted and legible at 60×18, the find box let go by Esc and the
-footer holding the tab's keys are test_whatif's, on its shared tab.)"""
+first time its tab opens (and filled despite a bad discovery key). (The catalog sorted and legible at
+60×18, the find box let go by Esc and the footer holding the tab's keys are test_whatif's, on its shared
+tab.)"""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sparktop.analysis.lines import LineChoice
 from sparktop.plan import Baseline, Plan, evaluate
 from sparktop.plan.catalog import load_catalog
 from sparktop.settings.config import Config
+from sparktop.settings.files import user_catalog_path
 from sparktop.ui.whatif import WhatIfPane, verdict_text
 from tests.fixtures.demo_session import demo_session
 from tests.ui.demo_app import make_app, show_whatif, wait_for_catalog
@@ -43,7 +45,12 @@ def test_verdict_words_are_never_glued_to_their_reason(scenario: str) -> None:
 @pytest.mark.asyncio
 async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
     """Its catalog, lists and bar were a fifth of the dashboard's start for a tab many sessions never open:
-    the start builds none of it; `w` builds it once, on the latest sample, and the ticks keep it current."""
+    the start builds none of it; `w` builds it once, on the latest sample, and the ticks keep it current.
+    The user's catalog has a bad discovery key: the catalog fills all the same (it once stayed "loading"
+    forever) and the problem is among the app's messages (what M shows: test_settings_ui)."""
+    catalog_file = user_catalog_path()
+    catalog_file.parent.mkdir(parents=True, exist_ok=True)
+    catalog_file.write_text("[discovery]\nollama_models = 5\n", encoding="utf-8")
     app = make_app(warmup=1)  # a live baseline needs one sample
     async with app.run_test(size=(120, 36)) as pilot:
         assert not app.query(WhatIfPane)
@@ -53,6 +60,10 @@ async def test_the_whatif_pane_is_built_the_first_time_its_tab_opens():
         assert head.startswith("Baseline live:"), head  # drawn at once, while the catalog still loads
         await wait_for_catalog(app, pilot, pane)
         assert pane.snapshot is app.session.latest and pane.catalog is not None
+        options = pane.query_one("#whatif-catalog", OptionList)
+        assert options.option_count > 10, "a bad discovery key: the catalog is filled all the same"
+        problem = "discovery.ollama_models: must be a string"
+        assert any(problem in text for _w, _t, text in app.messages), ("and says so", app.messages)
         assert app.focused is pane.query_one("#whatif-catalog", OptionList)  # the keys go to the catalog
         pane.add("llama3.1:8b")
         await pilot.press("1")
