@@ -163,9 +163,9 @@ async def test_model_editor_rows_tab_order_dropdown_refusals_and_enter_applying_
       Enter in a field, and nothing refused was kept; the verdict, its text and the bar follow.
     (ctrl+s: the training run's test; Esc: test_edit_escape_cancels_a_valid_change.)"""
     app, pilot, pane = whatif
-    await pilot.press("b")  # a clean machine: 70B at 4k context and Q4 fits
-    assert pane.baseline().source == "clean"
+    pane.baseline_mode = "clean"  # a clean machine (`b`: test_baseline_toggle_...): 70B at 4k and Q4 fits
     uid = pane.add("llama3.1:70b")
+    assert pane.baseline().source == "clean"
     assert pane.evaluation is not None and pane.evaluation.fit.verdict == FITS
     assert "FITS" in verdict_text(pane)
     before = pane.evaluation.items[0].total.mid
