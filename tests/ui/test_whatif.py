@@ -8,13 +8,14 @@ import re
 from pathlib import Path
 
 import pytest
+from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, OptionList, Select, Static, Switch, TabbedContent
 
 from sparktop.analysis.lines import LineChoice
-from sparktop.plan import Baseline, Plan, dumps_plan, evaluate
-from sparktop.plan.catalog import Catalog
+from sparktop.plan import Baseline, Plan, dumps_plan, estimate_workload, evaluate
+from sparktop.plan.catalog import Catalog, load_catalog
 from sparktop.plan.verdict import FITS, TIGHT
 from sparktop.settings.config import Config
 from sparktop.settings.files import user_catalog_path
@@ -263,23 +264,39 @@ async def test_model_editor_rows_tab_order_dropdown_refusals_and_enter_applying_
     assert bar.planned_bytes == int(ev.items[0].total.mid), "the bar shows the edited plan"
 
 
-async def test_edit_escape_cancels_a_valid_change(whatif) -> None:
+class EditorHost(App[None]):
+    """Nothing but the screen an editor opens over: the editor's own keys and fields, on a plan of the test's
+    (`e` opening it on the tab and the tab following what it saved: test_model_editor_rows_...)."""
+
+    def compose(self) -> ComposeResult:
+        yield Static("host")
+
+
+async def open_editor(app: App[None], pilot: Pilot, plan: Plan, uid: int) -> PlanEditScreen:
+    """The editor of `uid`, once its fields are composed."""
+    screen = PlanEditScreen(plan, uid)
+    await app.push_screen(screen)
+    await pilot.pause()
+    return screen
+
+
+async def test_edit_escape_cancels_a_valid_change() -> None:
     """Esc closes the editor and the plan is as it was, even with a valid change typed in (on a workload of
     few fields: its editor is a third of a model's to compose)."""
-    app, pilot, pane = whatif
-    assert pane.plan is not None
-    pane.plan.add("thing", memory_gb=17, gpu_use="none")
-    pane.set_plan(pane.plan)
-    before = dumps_plan(pane.plan)
-    screen = await edit_selected(app, pilot, pane)
-    field = screen.query_one("#field-memory_gb", Input)
-    field.focus()
-    field.value = "20"
-    await pilot.pause()
-    assert str(screen.query_one("#error", Static).render()) == ""  # a value it would take
-    await pilot.press("escape")
-    assert not isinstance(app.screen, PlanEditScreen), "Esc closes the editor"
-    assert dumps_plan(pane.plan) == before, "the change typed in is not kept"
+    plan = Plan(load_catalog(discover=False))
+    uid = plan.add("thing", memory_gb=17, gpu_use="none").uid
+    before = dumps_plan(plan)
+    app = EditorHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_editor(app, pilot, plan, uid)
+        field = screen.query_one("#field-memory_gb", Input)
+        field.focus()
+        field.value = "20"
+        await pilot.pause()
+        assert str(screen.query_one("#error", Static).render()) == ""  # a value it would take
+        await pilot.press("escape")
+        assert not isinstance(app.screen, PlanEditScreen), "Esc closes the editor"
+    assert dumps_plan(plan) == before, "the change typed in is not kept"
 
 
 async def test_baseline_toggle_and_follows_the_samples(whatif) -> None:
@@ -376,41 +393,6 @@ async def test_save_confirms_overwrite_and_load_reports_line(tmp_path: Path, wha
     assert isinstance(pane.plan, Plan)
 
 
-async def test_the_tab_keys_its_footer_and_number_keys_leave_from_either_list(whatif) -> None:
-    """One walk through the tabs (each switch redraws a tab: ~0.1 s; they were three tests):
-    - the footer's entries on this tab, written as it writes them, fit 100 columns (counted: no resize),
-      and the tables' keys are off it (on again on the Containers tab);
-    - `w` on the What-if tab took the focus off its catalog (the tab "left" was the tab shown), and the
-      arrows then moved nothing; `2` on the Containers tab likewise;
-    - a number key leaves the What-if tab while either of its lists has the focus."""
-    from sparktop.ui.screens.dashboard import ContainersTable
-
-    app, pilot, pane = whatif
-    shown = {k: a.binding for k, a in app.screen.active_bindings.items() if a.binding.show}
-    assert "o" not in shown and "slash" not in shown, "the tables' keys are off this tab"
-    # As the footer writes them: one entry per binding, its keys' display and description.
-    entries = {(b.action, b.description): f"{app.get_key_display(b)} {b.description}" for b in shown.values()}
-    text = "  ".join(entries.values())
-    assert len(text) + 14 <= 100, text  # fits beside "^p palette"
-
-    catalog = pane.query_one("#whatif-catalog", OptionList)
-    assert app.focused is catalog
-    await pilot.press("w")
-    assert app.focused is catalog, "w on the What-if tab leaves the keys on its catalog"
-    await pilot.press("2")
-    assert app.query_one(TabbedContent).active == "containers", "2 leaves the tab from its catalog"
-    table = app.query_one(ContainersTable)
-    assert app.focused is table
-    keys = {k for k, a in app.screen.active_bindings.items() if a.binding.show}
-    assert "o" in keys and "slash" in keys, "the tables' keys are back on the Containers tab"
-    await pilot.press("2")
-    assert app.focused is table, "2 on the Containers tab leaves the keys on its table"
-    await pilot.press("w", "tab")
-    assert app.focused is pane.query_one("#whatif-plan", OptionList)
-    await pilot.press("1")
-    assert app.query_one(TabbedContent).active == "dashboard", "1 leaves the tab from its plan"
-
-
 async def test_esc_lets_go_of_the_find_box(whatif) -> None:
     """`/` then letters that are the tab's keys (l: load, e: edit) go into the find box; Esc clears it and
     gives the keys back to the catalog, and leaves an empty box all the same."""
@@ -446,49 +428,47 @@ async def test_whatif_plans_with_the_measured_peak_and_m_switches_back(whatif) -
     assert pane.evaluation.items[0].total.mid != 46.8 * GB, "m: the estimate alone"
 
 
-async def test_edit_a_training_run_switch_words_loss_kernel_and_workers_and_ctrl_s_saves(whatif) -> None:
+async def test_edit_a_training_run_switch_words_loss_kernel_and_workers_and_ctrl_s_saves() -> None:
     """Flash attention and checkpointing showed their state by colour only: the word beside a switch says on
     or off, both ways. Then the loss kernel and the dataloader workers of a training run, saved with ctrl+s:
-    the memory and the host side follow, and the plan file says it."""
-    app, pilot, pane = whatif
-    assert pane.plan is not None
-    item = pane.plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024)
-    pane.set_plan(pane.plan)
-    assert pane.evaluation is not None
-    before = pane.evaluation.items[0]
-    screen = await edit_selected(app, pilot, pane)
+    the run's memory and host side follow, and the plan file says it."""
+    catalog = load_catalog(discover=False)
+    plan = Plan(catalog)
+    uid = plan.add(kind="training", model="qwen3-0.6b", batch=8, seq_len=1024).uid
+    before = estimate_workload(plan.resolve(uid), catalog)
+    app = EditorHost()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_editor(app, pilot, plan, uid)
+        switch = screen.query_one("#field-efficient_attention", Switch)
+        row = switch.parent
+        assert row is not None
+        assert screen.query_one("#field-gradient_checkpointing", Switch).parent is not None
 
-    switch = screen.query_one("#field-efficient_attention", Switch)
-    row = switch.parent
-    assert row is not None
-    assert screen.query_one("#field-gradient_checkpointing", Switch).parent is not None
+        def row_text() -> str:
+            return " ".join(str(w.render()) for w in row.query(Label))
 
-    def row_text() -> str:
-        return " ".join(str(w.render()) for w in row.query(Label))
+        first = switch.value
+        assert row_text().split()[-1] == ("on" if first else "off"), row_text()
+        for value in (not first, first):  # toggled, then back: the word follows each way
+            switch.focus()
+            await pilot.press("space")
+            assert row_text().split()[-1] == ("on" if value else "off"), ("the switch's word", row_text())
 
-    first = switch.value
-    assert row_text().split()[-1] == ("on" if first else "off"), row_text()
-    for value in (not first, first):  # toggled, then back: the word follows each way
-        switch.focus()
-        await pilot.press("space")
-        assert row_text().split()[-1] == ("on" if value else "off"), ("the switch's word", row_text())
-
-    loss = screen.query_one("#field-loss", Select)
-    assert loss.value == "hf"
-    loss.value = "fused"
-    workers = screen.query_one("#field-dataloader_workers", Input)
-    workers.focus()
-    workers.value = ""
-    await pilot.press("4", "ctrl+s")
-    assert not isinstance(app.screen, PlanEditScreen), "ctrl+s saves and closes the editor"
-    values = pane.plan.resolve(item.uid).values
+        loss = screen.query_one("#field-loss", Select)
+        assert loss.value == "hf"
+        loss.value = "fused"
+        workers = screen.query_one("#field-dataloader_workers", Input)
+        workers.focus()
+        workers.value = ""
+        await pilot.press("4", "ctrl+s")
+        assert not isinstance(app.screen, PlanEditScreen), "ctrl+s saves and closes the editor"
+    values = plan.resolve(uid).values
     assert values["loss"] == "fused" and values["dataloader_workers"] == 4, values
     assert values["efficient_attention"] is first, "a switch toggled twice is left as it was"
-    assert pane.evaluation is not None
-    after = pane.evaluation.items[0]
+    after = estimate_workload(plan.resolve(uid), catalog)
     assert after.total.mid < before.total.mid - 14e9  # no full logits kept
-    assert after.estimate.side_total("host").mid > before.estimate.side_total("host").mid
-    assert 'loss = "fused"' in dumps_plan(pane.plan)
+    assert after.side_total("host").mid > before.side_total("host").mid
+    assert 'loss = "fused"' in dumps_plan(plan)
 
 
 def small_machine(used_gb: float = 3.0, total_gb: float = 25.3):
@@ -708,3 +688,39 @@ async def test_the_head_gives_what_is_in_use_as_the_verdict_does_and_fits_80_col
     (in_head,) = re.findall(r"live: (\d+(?:\.\d+)?) GB in use", text)
     assert re.match(rf"{re.escape(in_head)} GB: over", verdict), (text, verdict)
     assert "pool 130.7 GB" in text, text
+
+
+async def test_the_tab_keys_its_footer_and_number_keys_leave_from_either_list(whatif) -> None:
+    """One walk through the tabs (each switch redraws a tab: ~0.1 s; they were three tests). Last in the
+    module: it leaves the Dashboard tab shown, and the next test's reset would switch back.
+    - the footer's entries on this tab, written as it writes them, fit 100 columns (counted: no resize),
+      and the tables' keys are off it (on again on the Containers tab);
+    - `w` on the What-if tab took the focus off its catalog (the tab "left" was the tab shown), and the
+      arrows then moved nothing; `2` on the Containers tab likewise;
+    - a number key leaves the What-if tab while either of its lists has the focus."""
+    from sparktop.ui.screens.dashboard import ContainersTable
+
+    app, pilot, pane = whatif
+    shown = {k: a.binding for k, a in app.screen.active_bindings.items() if a.binding.show}
+    assert "o" not in shown and "slash" not in shown, "the tables' keys are off this tab"
+    # As the footer writes them: one entry per binding, its keys' display and description.
+    entries = {(b.action, b.description): f"{app.get_key_display(b)} {b.description}" for b in shown.values()}
+    text = "  ".join(entries.values())
+    assert len(text) + 14 <= 100, text  # fits beside "^p palette"
+
+    catalog = pane.query_one("#whatif-catalog", OptionList)
+    assert app.focused is catalog
+    await pilot.press("w")
+    assert app.focused is catalog, "w on the What-if tab leaves the keys on its catalog"
+    await pilot.press("2")
+    assert app.query_one(TabbedContent).active == "containers", "2 leaves the tab from its catalog"
+    table = app.query_one(ContainersTable)
+    assert app.focused is table
+    keys = {k for k, a in app.screen.active_bindings.items() if a.binding.show}
+    assert "o" in keys and "slash" in keys, "the tables' keys are back on the Containers tab"
+    await pilot.press("2")
+    assert app.focused is table, "2 on the Containers tab leaves the keys on its table"
+    await pilot.press("w", "tab")
+    assert app.focused is pane.query_one("#whatif-plan", OptionList)
+    await pilot.press("1")
+    assert app.query_one(TabbedContent).active == "dashboard", "1 leaves the tab from its plan"
