@@ -5,11 +5,10 @@
 - `docker_run` (function): `docker_engine.run` whose containers are removed when the test ends.
 - `lab` (module): compose project audio-lab (services whisper, tts) and a container holding 64 MB in
   /dev/shm (`--shm-size 300m`, filled before the fixture returns), on the session engine.
-- `spare_engine` (function): a second, throwaway engine for tests that stop or restart it, so the session
-  engine and its containers are never disturbed.
 - `restartable_engine` (function): one second engine per session, shared by the tests that stop, restart or
-  crash an engine; started (again) and emptied of containers for each test. A dockerd start is ~0.5 s of
-  CPU: a fresh engine per test paid it once more than the test's own restart.
+  crash an engine, so the session engine and its containers are never disturbed; started (again) and
+  emptied of containers for each test. A dockerd start is ~0.5 s of CPU: a fresh engine per test paid it
+  once more than the test's own restart.
 
 Engines live in this checkout's own directory (`engines_dir()`); the reaper of stale engines looks nowhere
 else, so suites of other checkouts running at the same time are never touched.
@@ -64,15 +63,6 @@ def docker_run(docker_engine: DockerEngine) -> Iterator[Callable[..., object]]:
 
     yield run
     docker_engine.remove(ids)
-
-
-@pytest.fixture
-def spare_engine() -> Iterator[DockerEngine]:
-    engine = _start(DockerEngine())
-    try:
-        yield engine
-    finally:
-        engine.close()
 
 
 @pytest.fixture(scope="session")
