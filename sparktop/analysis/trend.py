@@ -11,7 +11,6 @@ import math
 import operator
 from bisect import bisect_left
 from dataclasses import dataclass, replace
-from statistics import StatisticsError, linear_regression
 
 from sparktop.analysis.history import History
 from sparktop.core.format import fmt_duration, fmt_gb, fmt_rate
@@ -149,23 +148,29 @@ class _Fit:
 
 
 def _least_squares(ts: list[float], vs: list[int]) -> _Fit | None:
-    """The straight line through the points (statistics.linear_regression, times taken from the first so
-    the sums keep their precision) and how well it fits."""
+    """The straight line through the points and how well it fits. Times and values are centred on their
+    means first, so plain sums keep their precision (the terms are deviations and residuals, and float
+    rounding stays far below what R² and the step test compare); the sums run as C-level passes (map,
+    operator.mul): statistics.linear_regression's fsum generators were most of every creep check's cost."""
     n = len(ts)
     if n < 2:
         return None
-    rel = [t - ts[0] for t in ts]
-    try:
-        slope, start = linear_regression(rel, vs)
-    except StatisticsError:  # every point at the same time
+    t0 = ts[0]
+    rel = [t - t0 for t in ts]  # times from the first: exact for close times
+    rel_mean = math.fsum(rel) / n
+    v_mean = sum(vs) / n
+    tc = [t - rel_mean for t in rel]
+    vc = [v - v_mean for v in vs]
+    stt = sum(map(operator.mul, tc, tc))
+    if stt <= 0:  # every point at the same time
         return None
-    # Plain sums: the terms are centred (deviations, residuals), so float rounding stays far below what R²
-    # and the step test compare; fsum here tripled the cost of every creep check (10 ms a tick).
-    mean = sum(vs) / n
-    svv = sum((v - mean) ** 2 for v in vs)
-    sse = sum((v - start - slope * t) ** 2 for t, v in zip(rel, vs, strict=True))
+    slope = sum(map(operator.mul, tc, vc)) / stt
+    start = v_mean - slope * rel_mean  # the fitted value at the first point
+    svv = sum(map(operator.mul, vc, vc))
+    residuals = [v - slope * t for t, v in zip(tc, vc, strict=True)]
+    sse = sum(map(operator.mul, residuals, residuals))
     r2 = max(0.0, 1.0 - sse / svv) if svv > 0 else 0.0
-    return _Fit(slope=slope, start=start, r2=r2, sse=sse, span_s=rel[-1], n=n)
+    return _Fit(slope=slope, start=start, r2=r2, sse=sse, span_s=ts[-1] - t0, n=n)
 
 
 def slope_per_s(ts: list[float], vs: list[int]) -> float | None:
@@ -243,11 +248,15 @@ def rate_per_min(history: History, key: str, window_s: float = 300) -> float | N
 
 def _grows_in_each_third(ts: list[float], vs: list[int], slope: float) -> bool:
     t0, span = ts[0], ts[-1] - ts[0]
-    thirds: list[tuple[list[float], list[int]]] = [([], []), ([], []), ([], [])]
-    for t, v in zip(ts, vs, strict=True):
-        i = min(2, int(3 * (t - t0) / span))
-        thirds[i][0].append(t)
-        thirds[i][1].append(v)
+
+    def third(t: float) -> int:
+        return min(2, int(3 * (t - t0) / span))
+
+    # The times are sorted and `third` never falls as they rise: the thirds are slices, found by bisection
+    # (a Python loop over every point was most of this check).
+    a = bisect_left(ts, 1, key=third)
+    b = bisect_left(ts, 2, key=third)
+    thirds = ((ts[:a], vs[:a]), (ts[a:b], vs[a:b]), (ts[b:], vs[b:]))
     for third_ts, third_vs in thirds:
         if len(third_ts) < 2:
             return False  # a gap: growth there cannot be shown
