@@ -6,12 +6,14 @@ notes' "Layers" section says the same in prose; those notes are not part of this
   and checked against the layer rules below (one test per rule over every module, naming every module that
   breaks it: a test per module was ~330 tests, whose per-test overhead was most of this file's CPU);
 - at run time: a fresh interpreter imports every module outside `ui/` and must not have loaded Textual; the
-  seams split out of ui/ (ALONE) are also imported each alone, so none leans on another's imports."""
+  seams split out of ui/ (ALONE) are also imported each alone (in a child forked before any sparktop module
+  is loaded), so none leans on another's imports."""
 
 from __future__ import annotations
 
 import ast
 import graphlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -187,32 +189,70 @@ def test_only_the_entry_point_imports_the_commands() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_importing_everything_outside_ui_does_not_load_textual() -> None:
-    names = [m for m, _ in modules() if not any(within(m, a) for a in MAY_IMPORT_UI)]
-    count, sample = textual_loaded_by(names)
-    assert count == "0", f"Textual was loaded by a module outside ui/: {sample}"
+# A fresh interpreter takes pydantic in first (third-party, ~0.1 s of CPU that every import below needs), then
+# forks one child per seam in ALONE, which imports that seam alone, and last imports every module outside ui/
+# itself: one interpreter instead of five, each seam still imported with no other sparktop module loaded.
+IMPORTS = """
+import importlib, json, os, sys
+import pydantic
 
 
-def textual_loaded_by(names: list[str]) -> tuple[str, str]:
-    """(count, sample) of the textual modules a fresh interpreter has after importing `names`."""
-    code = (
-        "import importlib, sys\n"
-        f"for name in {names!r}:\n"
-        "    importlib.import_module(name)\n"
-        "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
-        "print(len(loaded)); print(loaded[:5])\n"
+def textual_loaded():
+    return sorted(m for m in sys.modules if m == "textual" or m.startswith("textual."))
+
+
+def report(name, names):
+    try:
+        for each in names:
+            importlib.import_module(each)
+    except Exception as exc:
+        return {"name": name, "error": f"{type(exc).__name__}: {exc}"}
+    return {"name": name, "textual": textual_loaded(), "sparktop_before": before}
+
+
+before = sorted(m for m in sys.modules if m == "sparktop" or m.startswith("sparktop."))
+alone, everything = json.loads(sys.argv[1])
+for name in alone:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        os.write(write, json.dumps(report(name, [name])).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        print(pipe.read())
+    os.waitpid(pid, 0)
+print(json.dumps(report("everything", everything)))
+"""
+
+
+def import_reports() -> dict[str, dict]:
+    """What importing each seam in ALONE alone, and then every module outside ui/, loaded (see IMPORTS)."""
+    known = {m for m, _ in modules()}
+    for name in ALONE:
+        assert name in known, f"{name} is not a module any more: update ALONE"
+    everything = [m for m in sorted(known) if not any(within(m, a) for a in MAY_IMPORT_UI)]
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORTS, json.dumps([ALONE, everything])],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    count, sample = out.stdout.splitlines()[:2]
-    return count, sample
+    reports = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return {r["name"]: r for r in reports}
 
 
-@pytest.mark.parametrize("name", ALONE)
-def test_a_seam_split_out_of_ui_does_not_load_textual(name: str) -> None:
-    assert name in {m for m, _ in modules()}, f"{name} is not a module any more: update ALONE"
-    count, sample = textual_loaded_by([name])
-    assert count == "0", f"importing {name} loaded Textual: {sample}"
+def test_importing_everything_outside_ui_does_not_load_textual_nor_does_each_seam_alone() -> None:
+    reports = import_reports()
+    assert sorted(reports) == sorted([*ALONE, "everything"]), reports
+    for name in [*ALONE, "everything"]:
+        got = reports[name]
+        assert "error" not in got, f"importing {name} alone failed: {got.get('error')}"
+        assert got["sparktop_before"] == [], f"{name} was not imported alone: {got['sparktop_before']}"
+        what = "a module outside ui/" if name == "everything" else f"importing {name} alone"
+        assert got["textual"] == [], f"Textual was loaded by {what}: {got['textual'][:5]}"
 
 
 def test_no_import_loops() -> None:
