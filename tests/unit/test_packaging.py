@@ -7,13 +7,13 @@ import ast
 import importlib.metadata
 import re
 import runpy
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.forked_main import run_forked
 from tests.fixtures.package_source import import_nodes, package_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,15 +101,6 @@ def test_python_dash_m_sparktop_runs_the_program(
 WEB_EXTRA = ("textual_serve", "aiohttp")
 
 
-def run_without(code: str, blocked: tuple[str, ...] = WEB_EXTRA) -> subprocess.CompletedProcess[str]:
-    """`code` in a fresh interpreter where the `blocked` packages cannot be imported, as after a plain `pip
-    install sparktop` (a None in sys.modules makes the import raise ModuleNotFoundError)."""
-    block = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in blocked)
-    return subprocess.run(
-        [sys.executable, "-c", block + code], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
-
-
 def test_the_web_extra_is_in_the_test_extra() -> None:
     # CI installs .[test]: the browser-view tests need textual-serve.
     extras = project()["optional-dependencies"]
@@ -117,19 +108,25 @@ def test_the_web_extra_is_in_the_test_extra() -> None:
     assert {canonical(re.split(r"[<>=]", r)[0]) for r in extras["web"]} == {"textual-serve", "aiohttp"}
 
 
-@pytest.mark.parametrize("missing", WEB_EXTRA)
-def test_sparktop_web_without_the_extra_says_the_pip_command(missing: str) -> None:
-    result = run_without(
-        "from sparktop.commands.main import main\nraise SystemExit(main(['web', '--demo', '--port', '1']))\n",
-        blocked=(missing,),
-    )
-    assert result.returncode == 2, result.stderr  # EXIT_CANNOT_START, before the port is even tried
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1, result.stderr  # one line, no traceback
-    assert result.stderr == (
-        f"sparktop web: the browser view needs the web extra ({missing} is not installed): "
-        f"{sys.executable} -m pip install 'sparktop[web]'\n"
-    )
+def test_without_the_web_extra_the_dashboard_runs_and_web_says_the_pip_command(tmp_path: Path) -> None:
+    """As after a plain `pip install sparktop`: each run in a child where the extra's packages (one of them,
+    or both) cannot be imported (tests/fixtures/forked_main.py: one interpreter, not three)."""
+    argvs = [["web", "--demo", "--port", "1"] for _ in WEB_EXTRA] + [["--demo", "--once"]]
+    blocked = [(missing,) for missing in WEB_EXTRA] + [WEB_EXTRA]
+    runs, preloaded = run_forked(tmp_path, argvs, blocked=blocked, cwd=ROOT)
+    assert preloaded == [], f"importing sparktop.commands.main loaded the web extra: {preloaded}"
+    *web_runs, dashboard = runs
+    for missing, run in zip(WEB_EXTRA, web_runs, strict=True):
+        # EXIT_CANNOT_START, before the port is even tried; one line, no traceback
+        assert run.status == 2, (missing, run.stderr)
+        assert run.stdout == "", missing
+        assert run.stderr.count("\n") == 1, (missing, run.stderr)
+        assert run.stderr == (
+            f"sparktop web: the browser view needs the web extra ({missing} is not installed): "
+            f"{sys.executable} -m pip install 'sparktop[web]'\n"
+        )
+    assert dashboard.status == 0, f"the dashboard without the extra: {dashboard.stderr}"
+    assert dashboard.stdout.startswith("pool "), dashboard.stdout[:200]
 
 
 def test_only_the_browser_view_imports_the_extra() -> None:
@@ -144,11 +141,3 @@ def test_only_the_browser_view_imports_the_extra() -> None:
     assert importers == {
         "sparktop/web/browser_server.py"
     }  # which only `sparktop web` imports, once it has checked
-
-
-def test_the_dashboard_runs_without_the_extra() -> None:
-    result = run_without(
-        "from sparktop.commands.main import main\nraise SystemExit(main(['--demo', '--once']))\n"
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("pool ")
