@@ -289,16 +289,14 @@ def _max_drawdown(vs: list[int], smooth: bool = True) -> float:
     """The largest fall from an earlier peak, on a moving average of ~1/20 of the points (so jitter of a
     few samples is not mistaken for a release), or on the points themselves."""
     k = max(1, len(vs) // 20) if smooth else 1
-    peak = -math.inf
-    worst = 0.0
-    acc = sum(vs[:k])
-    for i in range(k, len(vs) + 1):
-        mean = acc / k
-        peak = max(peak, mean)
-        worst = max(worst, peak - mean)
-        if i < len(vs):
-            acc += vs[i] - vs[i - k]
-    return worst
+    if len(vs) < k:
+        return 0.0
+    # Sums of each k consecutive points from running totals (integers: exact), their running peak, and the
+    # largest fall below it: C-level passes, not a Python loop over every point.
+    totals = [0, *itertools.accumulate(vs)]
+    means = [(b - a) / k for a, b in zip(totals, totals[k:], strict=False)]  # len(vs) - k + 1 of them
+    peaks = itertools.accumulate(means, max)
+    return max(0.0, max(map(operator.sub, peaks, means)))
 
 
 def _slope_cannot_reach(ts: list[float], vs: list[int], slope: float) -> bool:
