@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import example, given, settings
@@ -36,6 +37,17 @@ def history_of(
     """A history where one consumer ("train.py") takes `values[i]` bytes at tick i, on top of BASE; before
     tick `appears_at` it is not there (a process that starts later)."""
     h = History()
+    for _ in ticks_into(h, values, step, start, appears_at):
+        pass
+    return h
+
+
+def ticks_into(
+    h: History, values: list[float], step: float = 1.0, start: float = 1_700_000_000.0, appears_at: int = 0
+) -> Iterator[History]:
+    """Feeds `h` the ticks of history_of(values), yielding it after each: after tick n it is exactly
+    history_of(values[:n + 1]) (History.add is incremental), so a test that judges every prefix builds one
+    history, not one per prefix (issue 34: that was most of this file's CPU)."""
     s = Snapshot(
         timestamp=start,
         memory=HostMemory(total=TOTAL, available=TOTAL, free=TOTAL),
@@ -51,9 +63,9 @@ def history_of(
         s.accounting.unattributed = BASE
         if i < appears_at:
             h.add(s.model_copy(update={"accounting": Accounting(used=used, consumers=[], unattributed=used)}))
-            continue
-        h.add(s)
-    return h
+        else:
+            h.add(s)
+        yield h
 
 
 def accounted(t: float, consumers: list[Consumer]) -> Snapshot:
@@ -345,9 +357,11 @@ def test_fast_growth_alerts_within_15_s() -> None:
     within ~15 s of the start and name the rate; once it stops, the alert goes."""
     calm = [5 * GB] * 60
     first = None
-    for seconds in range(1, 21):
-        ramp = [5 * GB + 100e6 * i for i in range(1, seconds + 1)]
-        history = history_of(calm + ramp)
+    ramp = [5 * GB + 100e6 * i for i in range(1, 21)]
+    # the history `seconds` into the ramp, for each of its 20 seconds
+    for seconds, history in enumerate(ticks_into(History(), calm + ramp), start=1 - len(calm)):
+        if seconds < 1:
+            continue
         found = detect_creep(history, SAFE, AGGRESSIVE, 60 * GB)  # a 60 GB machine: 2 GB matters
         if found and first is None:
             first = seconds
@@ -425,8 +439,7 @@ def held_alerts(values: list[float]) -> list[list[str]]:
     """The labels on show after each tick, with the hold, as the session shows them."""
     hold = CreepHold()
     shown = []
-    for n in range(1, len(values) + 1):
-        history = history_of(values[:n])
+    for history in ticks_into(History(), values):
         raised = detect_creep(history, SAFE, AGGRESSIVE, TOTAL)
         now = history.latest_time
         assert now is not None
@@ -443,7 +456,7 @@ def test_a_noisy_fast_climb_stays_alerted_once_raised() -> None:
     """A training run at 1.3 GB/min with noise: the fast rule passes and fails from tick to tick (it did,
     and the alert blinked); once raised, the alert stays while the climb goes on."""
     values = climb(90)
-    raw = [bool(detect_creep(history_of(values[:n]), SAFE, AGGRESSIVE, TOTAL)) for n in range(1, 91)]
+    raw = [bool(detect_creep(h, SAFE, AGGRESSIVE, TOTAL)) for h in ticks_into(History(), values)]
     first = raw.index(True)
     assert not all(raw[first:]), "the rule alone should blink on this climb (else this test shows nothing)"
     shown = held_alerts(values)
