@@ -289,7 +289,7 @@ snap = Snapshot(timestamp=0, memory=HostMemory(total=2**37, available=2**36, fre
 history = []  # the last reports, as the dashboard holds the latest snapshots' services
 most = 0  # the most models one report held (on a loaded machine a round may miss one server's answer)
 started = time.monotonic()
-while (collector.probes < 6 or most < int(sys.argv[3])) and time.monotonic() - started < 120:
+while (collector.probes < 3 or most < int(sys.argv[3])) and time.monotonic() - started < 120:
     history = (history + [collector.collect(snap)])[-10:]
     most = max(most, sum(len(r.models) for r in history[-1]))
     time.sleep(0.05)
@@ -302,7 +302,8 @@ print(collector.probes, most, peak_kib)
 
 def test_rss_stays_bounded_beside_servers_offering_85k_models() -> None:
     """The dashboard went from 91 to 897 MB beside a vLLM naming 85,824 models and 188 MB beside 10k
-    Ollama models; the collector in a loop (6 probe rounds, a history of its reports) stays under 150 MB."""
+    Ollama models; the collector in a loop (3 probe rounds, a history of its reports) stays under 150 MB:
+    each round's peak is what VmHWM keeps (6 rounds cost twice the CPU for the same peak)."""
     vllm_body, ollama_body = vllm_flood(), ollama_flood(10_000)  # made once, not for every probe
     vllm_server = RecordingServer(lambda m, t: Canned(body=vllm_body) if t == "/metrics" else Canned(404))
     ollama_server = RecordingServer(lambda m, t: Canned(body=ollama_body))
@@ -318,7 +319,7 @@ def test_rss_stays_bounded_beside_servers_offering_85k_models() -> None:
         ollama_server.close()
     assert done.returncode == 0, done.stderr[-600:]
     probes, models, max_rss_kib = map(int, done.stdout.split())
-    assert probes >= 6 and models == 2 * MAX_MODELS
+    assert probes >= 3 and models == 2 * MAX_MODELS
     assert max_rss_kib < 150 * 1024, f"peak RSS {max_rss_kib / 1024:.0f} MiB"
 
 
