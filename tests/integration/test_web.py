@@ -12,7 +12,6 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 
-import psutil
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -21,7 +20,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from sparktop.core.snapshot import Snapshot
 from tests.fixtures.exporters import require
 from tests.fixtures.load import load_per_core
-from tests.fixtures.web import Web, start_web
+from tests.fixtures.web import Web, sessions_opened_since, shared_web
 
 ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
 RECORD_WEBSOCKET = """
@@ -42,13 +41,9 @@ window.WebSocket = Recording;
 """
 
 
-@pytest.fixture(scope="module")
-def web() -> Iterator[Web]:
-    server = start_web()  # the page needs the token URL, as a user opens it
-    try:
-        yield server
-    finally:
-        server.stop()
+@pytest.fixture
+def web(request: pytest.FixtureRequest) -> Web:
+    return shared_web(request)  # the page needs the token URL, as a user opens it
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +95,7 @@ def _containers(web: Web) -> list[str]:
 
 
 def test_browser_view(web: Web, browser: webdriver.Chrome) -> None:
+    others = web.sessions()  # the shared web's sessions of other tests: not this browser's
     browser.get(web.url)
     # The first frame may come in several messages (and the page's script, drawing on a 2D canvas, may take
     # them in a moment apart): waited for until it shows all that is checked below.
@@ -127,10 +123,8 @@ def test_browser_view(web: Web, browser: webdriver.Chrome) -> None:
     assert _containers(web) == containers
 
     # Sessions share one collector: each is a dashboard process reading the web process's exporter.
-    sessions = [
-        child.cmdline() for child in psutil.Process(web.process.pid).children(recursive=True)
-        if "sparktop.commands.main" in child.cmdline()  # the dashboard itself, not the shell that starts it
-    ]  # fmt: skip
+    # (web.sessions(): the dashboard itself, not the shell that starts it.)
+    sessions = [process.cmdline() for process in sessions_opened_since(web, others)]
     assert sessions, "no session process found"
     for argv in sessions:
         assert "--exporter" in argv and web.exporter_url in argv and "--read-only" in argv

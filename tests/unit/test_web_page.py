@@ -7,22 +7,17 @@ textual-serve's own page loads its font from fonts.googleapis.com; sparktop serv
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from urllib.parse import urljoin, urlsplit
 
 import pytest
 
 from tests.fixtures.exporters import get
-from tests.fixtures.web import start_web
+from tests.fixtures.web import shared_web
 
 
-@pytest.fixture(scope="module")
-def page_url() -> Iterator[str]:
-    web = start_web()
-    try:
-        yield web.url
-    finally:
-        web.stop()
+@pytest.fixture
+def page_url(request: pytest.FixtureRequest) -> str:
+    return shared_web(request).url  # the page only: the worker's shared web serves it
 
 
 def test_the_page_fetches_nothing_from_another_host(page_url: str) -> None:

@@ -13,15 +13,15 @@ import os
 import re
 import stat
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from sparktop.web.lifeline import FEED_TOKEN_ENV
 from tests.fixtures.exporters import get
 from tests.fixtures.load import load_per_core
-from tests.fixtures.web import Web, start_web
+from tests.fixtures.web import Web, sessions_opened_since, shared_web
 
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 SETTLE_S = 20.0 * load_per_core()
@@ -42,14 +42,10 @@ def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*AS_NOBODY, *argv], capture_output=True, text=True, timeout=60, cwd="/")
 
 
-@pytest.fixture(scope="module")
-def running_web() -> Iterator[Web]:
-    """One `sparktop web` for the tests that only ask it (each start is ~1 s of CPU)."""
-    server = start_web()
-    try:
-        yield server
-    finally:
-        server.stop()
+@pytest.fixture
+def running_web(request: pytest.FixtureRequest) -> Web:
+    """The worker's shared `sparktop web`: these tests only ask it, and each finds its own session."""
+    return shared_web(request)
 
 
 async def open_session(session: aiohttp.ClientSession, web: Web) -> aiohttp.ClientWebSocketResponse:
@@ -75,9 +71,10 @@ def test_the_sessions_feed_answers_no_other_user(running_web: Web) -> None:
 async def test_a_session_reads_the_feed_with_a_token_no_other_user_can_read(running_web: Web) -> None:
     web = running_web
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        before = web.sessions()
         ws = await open_session(session, web)
-        (process,) = web.sessions()
-        feed_token = web.feed_token()
+        (process,) = sessions_opened_since(web, before)
+        feed_token = process.environ()[FEED_TOKEN_ENV]  # this test's session holds it
         # The session reads the feed with it (it draws the demo's containers, which only the feed has).
         async with aiohttp.ClientSession() as plain:
             headers = {"Authorization": f"Bearer {feed_token}"}
