@@ -156,16 +156,16 @@ async def test_a_foreign_origin_or_host_gets_no_session(web: Web) -> None:
 
 
 async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bounded(web: Web) -> None:
-    """Four sessions (each a dashboard process, ~0.65 s of CPU) for all of these:
+    """Three sessions (each a dashboard process, ~0.65 s of CPU, more at the largest size) for all of these:
+    - the first, the token URL's as a browser opens it, is read-only: `B` over the WebSocket, as a hostile
+      page typed it, leaves no history file in the state dir;
+    - the second draws a whole frame at the largest size under its address-space limit;
     - the cap (2 here): a third session is refused while two are open, and starts no process;
-    - as reported (issue #31): sessions opened large and closed while they draw, and new ones asked for at
-      once. A new session is let in only while the dashboards still alive (those closed included) are under
-      the cap: the defect freed a slot when its socket closed and let a new dashboard start beside the one
-      still quitting (asked at the moment of the close, the defect is caught on every run). A closed
-      session frees its place: two are let in again;
-    - the first of those draws a whole frame at the largest size under its address-space limit;
-    - the second, the token URL's as a browser opens it, is read-only: `B` over the WebSocket, as a hostile
-      page typed it, leaves no history file in the state dir; and it dies with its connection."""
+    - as reported (issue #31): a session opened large and closed while it draws, and a new one asked for at
+      once. A new session is let in only while the dashboards still alive (the closed one included) are
+      under the cap: the defect freed a slot when its socket closed and let a new dashboard start beside the
+      one still quitting (asked at the moment of the close, the defect is caught on every run). The closed
+      session frees its place: two are open again; and each dies with its connection."""
     await no_sessions_left(web)
     most = 0
     sampling = True
@@ -182,41 +182,37 @@ async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bound
     sampler = asyncio.create_task(sample())
     try:
         async with client() as session, client() as third:
-            async with session.get(web.url) as page:  # the cookie
-                assert page.status == 200
-            first = [await open_large(session) for _ in range(2)]
-            for ws in first:
-                await ws.receive(timeout=SETTLE_S)  # it has started drawing
-            closing = web.sessions()
-            assert len(closing) == 2, f"2 sessions let in, {len(closing)} dashboard processes"
+            kept = await open_session(session, web)  # the token URL's, as a browser opens it
+            await is_a_read_only_session_that_writes_no_file(kept, web, [])
+            (kept_process,) = web.sessions()
+            large = await open_large(session)
+            await until(lambda: len(web.sessions()) == 2)  # its process started (the server may be a moment)
+            (large_process,) = [p for p in web.sessions() if p != kept_process]
+            await draws_at_the_largest_size_within_its_limit(large, large_process)
             async with third.get(web.url) as page:
                 assert page.status == 200
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                 await open_large(third)
             assert refused.value.status == 503, "a third session beside two open ones is refused"
             assert len(web.sessions()) == 2, "the refused session started a dashboard process"
-            for ws in first:
-                await ws.close()
-            # At once: each new session let in must find the closed dashboards gone but for the cap's room.
-            known = list(closing)
+            await large.close()  # while it draws (the demo's next update, at the largest size)
+            # At once: the new session let in must find the closed dashboard gone (the kept one takes the
+            # cap's other place).
             deadline = time.monotonic() + 2 * SETTLE_S
-            for admitted in (1, 2):
-                while True:
-                    try:
-                        ws = await (open_large(session) if admitted == 1 else open_session(session, web))
-                        break
-                    except aiohttp.WSServerHandshakeError as refused:
-                        assert refused.status == 503, refused
-                        assert time.monotonic() < deadline, "closed sessions never freed their places"
-                        await asyncio.sleep(0.05)
-                still = running(closing)
-                assert len(still) + admitted <= 2, f"let in beside {len(still)} closed dashboards still alive"
-                if admitted == 1:
-                    await draws_at_the_largest_size_within_its_limit(ws, web, known)
-                else:
-                    await is_a_read_only_session_that_writes_no_file(ws, web, known)
-                known = web.sessions()
-                await ws.close()
+            while True:
+                try:
+                    ws = await open_large(session)
+                    break
+                except aiohttp.WSServerHandshakeError as refused:
+                    assert refused.status == 503, refused
+                    assert time.monotonic() < deadline, "a closed session never freed its place"
+                    await asyncio.sleep(0.05)
+            still = running([large_process])
+            assert still == [], "let in beside a closed dashboard still alive, and an open one"
+            await ws.receive(timeout=SETTLE_S)  # it has started
+            assert len(web.sessions()) == 2, "the closed session freed its place: two are open again"
+            await ws.close()
+            await kept.close()
         await until(lambda: not web.sessions(), 2 * SETTLE_S)
         assert web.sessions() == [], "sessions outlived their connections"
     finally:
@@ -240,11 +236,9 @@ async def is_a_read_only_session_that_writes_no_file(
     await read_until(ws, "no files on the server")
 
 
-async def draws_at_the_largest_size_within_its_limit(
-    ws: WebSocket, web: Web, others: list[psutil.Process]
-) -> None:
-    """The session on `ws` (the one of web's sessions not in `others`) draws its whole first frame at the
-    largest size, and its address space is capped at SESSION_ADDRESS_SPACE, soft and hard."""
+async def draws_at_the_largest_size_within_its_limit(ws: WebSocket, process: psutil.Process) -> None:
+    """The session on `ws` (its dashboard `process`) draws a whole frame at the largest size, and its address
+    space is capped at SESSION_ADDRESS_SPACE, soft and hard."""
     seen = ""
     deadline = time.monotonic() + 2 * SETTLE_S
     while "Memory pool" not in seen and time.monotonic() < deadline:  # it runs at the largest size
@@ -252,7 +246,6 @@ async def draws_at_the_largest_size_within_its_limit(
         if message.type == aiohttp.WSMsgType.BINARY:
             seen += message.data.decode("utf-8", "replace")
     assert "Memory pool" in seen, "no whole frame at the largest size"
-    (process,) = [p for p in web.sessions() if p not in others]
     limits = Path(f"/proc/{process.pid}/limits").read_text()
     line = next(line for line in limits.splitlines() if line.startswith("Max address space"))
     soft, hard = line.split()[3:5]
