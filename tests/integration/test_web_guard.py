@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -33,7 +33,15 @@ import pytest
 from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
 from tests.fixtures.exporters import free_port, get
 from tests.fixtures.load import load_per_core, wall_limit
-from tests.fixtures.web import Web, await_page, await_start_line, running, start_web
+from tests.fixtures.web import (
+    Web,
+    await_page,
+    await_start_line,
+    running,
+    sessions_opened_since,
+    shared_web,
+    start_web,
+)
 
 ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
 # How long a session may take to start, draw or end, a web to answer: generous (a loaded machine), the defects
@@ -42,13 +50,10 @@ SETTLE_S = 20.0 * load_per_core()
 WebSocket = aiohttp.ClientWebSocketResponse
 
 
-@pytest.fixture(scope="module")
-def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
-    server = start_web("--max-sessions", "2", state_dir=tmp_path_factory.mktemp("web-state"))
-    try:
-        yield server
-    finally:
-        server.stop()
+@pytest.fixture
+def web(request: pytest.FixtureRequest) -> Web:
+    """The worker's shared web, for the tests that only ask a server (they start no session)."""
+    return shared_web(request)
 
 
 def client() -> aiohttp.ClientSession:
@@ -96,13 +101,6 @@ async def until(check: Callable[[], bool], timeout: float = SETTLE_S) -> None:
         await asyncio.sleep(0.1)
 
 
-async def no_sessions_left(web: Web) -> None:
-    """The module's tests share one server: a session of the test before may still be ending (a loaded
-    machine, once in CI) and would count as one of this test's."""
-    await until(lambda: not web.sessions())
-    assert web.sessions() == [], f"a session of an earlier test outlived it by {SETTLE_S:.0f} s"
-
-
 async def open_session(session: aiohttp.ClientSession, web: Web) -> WebSocket:
     """As the browser does: the token URL (which sets the cookie), then the page's WebSocket. A refusal for
     the cap (503) is asked again for up to FREED_S: the server frees a slot when it has seen the session's
@@ -141,7 +139,7 @@ async def test_the_page_needs_the_token_printed_at_start(web: Web) -> None:
 
 async def test_a_foreign_origin_or_host_gets_no_session(web: Web) -> None:
     token = f"&token={web.token}"
-    await no_sessions_left(web)
+    before = web.sessions()  # the shared web's: another test's, still ending
     # The attack as reported: a page elsewhere opening the WebSocket (even one that learnt the token).
     assert await ws_status(web, token, {"Origin": "http://evil.example"}) == 403
     assert await ws_status(web, token, {"Origin": "null"}) == 403
@@ -152,11 +150,14 @@ async def test_a_foreign_origin_or_host_gets_no_session(web: Web) -> None:
     # This server's own origin, without the token.
     assert await ws_status(web, "", {"Origin": web.base}) == 403
     assert await ws_status(web, "&token=wrong", {"Origin": web.base}) == 403
-    assert web.sessions() == []  # not one process was started for them
+    assert sessions_opened_since(web, before) == []  # not one process was started for them
 
 
-async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bounded(web: Web) -> None:
-    """Three sessions (each a dashboard process, ~0.65 s of CPU, more at the largest size) for all of these:
+async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bounded_and_end_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    """One `web` (--max-sessions 2, run as a service) and three sessions (each a dashboard process, ~0.65 s of
+    CPU, more at the largest size) for all of these:
     - the first, the token URL's as a browser opens it, is read-only: `B` over the WebSocket, as a hostile
       page typed it, leaves no history file in the state dir;
     - the second draws a whole frame at the largest size under its address-space limit;
@@ -165,8 +166,17 @@ async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bound
       once. A new session is let in only while the dashboards still alive (the closed one included) are
       under the cap: the defect freed a slot when its socket closed and let a new dashboard start beside the
       one still quitting (asked at the moment of the close, the defect is caught on every run). The closed
-      session frees its place: two are open again; and each dies with its connection."""
-    await no_sessions_left(web)
+      session frees its place: two are open again; the new one dies with its connection;
+    - then SIGTERM (a service manager) to `web`, the first session still open: all that a stop must do
+      (`ends_on_a_signal_with_its_sessions`), as for SIGHUP and SIGKILL below."""
+    web = start_web("--max-sessions", "2", state_dir=tmp_path)
+    try:
+        await capped_read_only_and_bounded_then_stopped(web)
+    finally:
+        web.stop()
+
+
+async def capped_read_only_and_bounded_then_stopped(web: Web) -> None:
     most = 0
     sampling = True
 
@@ -179,6 +189,7 @@ async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bound
     async def open_large(session: aiohttp.ClientSession) -> WebSocket:
         return await session.ws_connect(f"{web.base}/ws?width=1500&height=500", headers={"Origin": web.base})
 
+    kept_url = url_file_of(web)
     sampler = asyncio.create_task(sample())
     try:
         async with client() as session, client() as third:
@@ -212,14 +223,16 @@ async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bound
             await ws.receive(timeout=SETTLE_S)  # it has started
             assert len(web.sessions()) == 2, "the closed session freed its place: two are open again"
             await ws.close()
-            await kept.close()
-        await until(lambda: not web.sessions(), 2 * SETTLE_S)
-        assert web.sessions() == [], "sessions outlived their connections"
+            await until(lambda: web.sessions() == [kept_process], 2 * SETTLE_S)
+            assert web.sessions() == [kept_process], "a session outlived its connection"
+            sampling = False
+            await sampler
+            assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
+            assert list(web.state_dir.rglob("history-*")) == [], "a read-only session wrote a history file"
+            await ends_on_a_signal_with_its_sessions(web, signal.SIGTERM, session, kept, kept_url)
     finally:
         sampling = False
         await sampler
-    assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
-    assert list(web.state_dir.rglob("history-*")) == [], "a read-only session wrote a history file"
 
 
 async def is_a_read_only_session_that_writes_no_file(
@@ -316,20 +329,13 @@ def url_file_of(web: Web) -> Path:
     return Path(found.group(1))
 
 
-@pytest.mark.parametrize(
-    "how", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=["SIGTERM", "SIGHUP", "SIGKILL"]
-)
+@pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGKILL], ids=["SIGHUP", "SIGKILL"])
 async def test_web_ends_on_a_signal_with_its_sessions_and_leaves_no_token_behind(
     tmp_path: Path, how: signal.Signals
 ) -> None:
-    """One `web` and one session per signal (each a process of ~0.7 s of CPU) for all that a stop must do:
-    - its sessions end with it, whatever the signal, though a browser holds them open (issue #23);
-    - SIGTERM (a service manager) and SIGHUP (a closed terminal, `systemctl reload`) end it with status 0,
-      quietly: no "Event loop is closed" traceback for a session's pipe (issue #31);
-    - its log (the journal under systemd: SIGTERM and SIGKILL start it so) never holds the token nor a
-      guessed one, though its access lines are there. On a terminal (SIGHUP starts it so) its first line
-      shows the URL with the token, once, and the file it names keeps it (issue #32 "Rough");
-    - the file that kept the URL is gone once it has stopped: a stale token is of no use."""
+    """One `web` and one session per signal (each a process of ~0.7 s of CPU; SIGTERM's is the cap test's
+    web, test_sessions_are_capped_..._and_end_on_sigterm) for all that a stop must do
+    (`ends_on_a_signal_with_its_sessions`). SIGHUP (a closed terminal) starts it on a terminal."""
     on_a_terminal = how == signal.SIGHUP
     copier = None
     if on_a_terminal:
@@ -338,44 +344,62 @@ async def test_web_ends_on_a_signal_with_its_sessions_and_leaves_no_token_behind
         web = start_web(state_dir=tmp_path)
     try:
         kept = url_file_of(web)
-        assert kept.read_text() == web.url + "\n", "the URL to open is kept in the file the start line names"
         async with client() as session:
             ws = await open_session(session, web)
             await read_until(ws, "Memory pool")
-            # The page's script and the WebSocket with the token in the query, as a client may send them.
-            referer = {"Referer": web.url}
-            async with session.get(f"{web.base}/static/js/textual.js", headers=referer) as reply:
-                assert reply.status == 200
-            async with session.get(
-                f"{web.base}/download/nothing?token={web.token}", headers=referer
-            ) as reply:
-                assert reply.status == 404
-            async with session.get(f"{web.base}/?token=a-guess") as reply:
-                assert reply.status in (200, 403)  # the cookie stands in for the wrong query
-            children = web.sessions()
-            assert children
-            # A browser that stops reading: its session blocks on output (what held `web` for 23 s).
-            web.process.send_signal(how)
-            # 5 s: a session quits as the TUI does (terminal restored), which a loaded machine slows (scaled
-            # by its load); the defect was a session that never ended.
-            limit = wall_limit(5.0, defect=60.0)
-            _, still = psutil.wait_procs(children, timeout=limit)
-            assert still == [], f"session processes outlived `web` ({how.name}) by {limit:.0f} s: {still}"
-            await ws.close()
-        # Its own exit, as slow as the sessions' on a loaded machine (a second suite beside this one: over
-        # 5 s); the defect held it 23 s.
-        code = await asyncio.to_thread(web.process.wait, wall_limit(5.0, defect=23.0))
-        if copier is not None:
-            copier.join(SETTLE_S)
-        log = web.log()
-        assert '"GET /?token=… HTTP/1.1" 200' in log, "the access log is there, and it was written"
-        assert "GET /download/nothing?token=… HTTP/1.1" in log
-        shown = 1 if on_a_terminal else 0  # the start line on a terminal, as Jupyter's
-        assert log.count(web.token) == shown, f"the token is in web's log {log.count(web.token)} times"
-        assert "a-guess" not in log, "a guessed token is in web's log"
-        if how != signal.SIGKILL:  # nothing runs after a SIGKILL
-            assert code == 0, f"web ended with status {code} on {how.name}: {log}"
-            assert "Event loop is closed" not in log and "Traceback" not in log, log
-            assert not kept.exists(), f"the URL with the token is still kept in {kept} after web stopped"
+            await ends_on_a_signal_with_its_sessions(web, how, session, ws, kept, copier)
     finally:
         web.stop()
+
+
+async def ends_on_a_signal_with_its_sessions(
+    web: Web,
+    how: signal.Signals,
+    session: aiohttp.ClientSession,
+    ws: WebSocket,
+    kept: Path,
+    copier: threading.Thread | None = None,
+) -> None:
+    """`web`, with its session on `ws` open (browser `session`), stopped by `how`:
+    - its sessions end with it, whatever the signal, though a browser holds them open (issue #23);
+    - SIGTERM (a service manager) and SIGHUP (a closed terminal, `systemctl reload`) end it with status 0,
+      quietly: no "Event loop is closed" traceback for a session's pipe (issue #31);
+    - its log (the journal under systemd: SIGTERM and SIGKILL start it so) never holds the token nor a
+      guessed one, though its access lines are there. On a terminal (`copier` copies it to the log) its first
+      line shows the URL with the token, once, and the file it names keeps it (issue #32 "Rough");
+    - the file that kept the URL (`kept`) is gone once it has stopped: a stale token is of no use."""
+    on_a_terminal = copier is not None
+    assert kept.read_text() == web.url + "\n", "the URL to open is kept in the file the start line names"
+    # The page's script and the WebSocket with the token in the query, as a client may send them.
+    referer = {"Referer": web.url}
+    async with session.get(f"{web.base}/static/js/textual.js", headers=referer) as reply:
+        assert reply.status == 200
+    async with session.get(f"{web.base}/download/nothing?token={web.token}", headers=referer) as reply:
+        assert reply.status == 404
+    async with session.get(f"{web.base}/?token=a-guess") as reply:
+        assert reply.status in (200, 403)  # the cookie stands in for the wrong query
+    children = web.sessions()
+    assert children
+    # A browser that stops reading: its session blocks on output (what held `web` for 23 s).
+    web.process.send_signal(how)
+    # 5 s: a session quits as the TUI does (terminal restored), which a loaded machine slows (scaled by its
+    # load); the defect was a session that never ended.
+    limit = wall_limit(5.0, defect=60.0)
+    _, still = psutil.wait_procs(children, timeout=limit)
+    assert still == [], f"session processes outlived `web` ({how.name}) by {limit:.0f} s: {still}"
+    await ws.close()
+    # Its own exit, as slow as the sessions' on a loaded machine (a second suite beside this one: over 5 s);
+    # the defect held it 23 s.
+    code = await asyncio.to_thread(web.process.wait, wall_limit(5.0, defect=23.0))
+    if copier is not None:
+        copier.join(SETTLE_S)
+    log = web.log()
+    assert '"GET /?token=… HTTP/1.1" 200' in log, "the access log is there, and it was written"
+    assert "GET /download/nothing?token=… HTTP/1.1" in log
+    shown = 1 if on_a_terminal else 0  # the start line on a terminal, as Jupyter's
+    assert log.count(web.token) == shown, f"the token is in web's log {log.count(web.token)} times"
+    assert "a-guess" not in log, "a guessed token is in web's log"
+    if how != signal.SIGKILL:  # nothing runs after a SIGKILL
+        assert code == 0, f"web ended with status {code} on {how.name}: {log}"
+        assert "Event loop is closed" not in log and "Traceback" not in log, log
+        assert not kept.exists(), f"the URL with the token is still kept in {kept} after web stopped"
