@@ -30,7 +30,7 @@ import aiohttp
 import psutil
 import pytest
 
-from sparktop.web.lifeline import SESSION_ADDRESS_SPACE
+from sparktop.web.lifeline import FEED_TOKEN_ENV, SESSION_ADDRESS_SPACE
 from tests.fixtures.exporters import free_port, get
 from tests.fixtures.load import load_per_core, wall_limit
 from tests.fixtures.web import (
@@ -48,6 +48,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?$<>=]*[A-Za-z~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0
 # were far beyond it or never ended.
 SETTLE_S = 20.0 * load_per_core()
 WebSocket = aiohttp.ClientWebSocketResponse
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]  # another local user
 
 
 @pytest.fixture
@@ -159,7 +160,8 @@ async def test_sessions_are_capped_closed_ones_included_each_read_only_and_bound
     """One `web` (--max-sessions 2, run as a service) and three sessions (each a dashboard process, ~0.65 s of
     CPU, more at the largest size) for all of these:
     - the first, the token URL's as a browser opens it, is read-only: `B` over the WebSocket, as a hostile
-      page typed it, leaves no history file in the state dir;
+      page typed it, leaves no history file in the state dir; it reads web's private feed with a token no
+      other user can read (issue #31 item 6, test_web_secrets.py's topic);
     - the second draws a whole frame at the largest size under its address-space limit;
     - the cap (2 here): a third session is refused while two are open, and starts no process;
     - as reported (issue #31): a session opened large and closed while it draws, and a new one asked for at
@@ -196,6 +198,7 @@ async def capped_read_only_and_bounded_then_stopped(web: Web) -> None:
             kept = await open_session(session, web)  # the token URL's, as a browser opens it
             await is_a_read_only_session_that_writes_no_file(kept, web, [])
             (kept_process,) = web.sessions()
+            await reads_the_feed_with_a_token_no_other_user_can_read(web, kept_process)
             large = await open_large(session)
             await until(lambda: len(web.sessions()) == 2)  # its process started (the server may be a moment)
             (large_process,) = [p for p in web.sessions() if p != kept_process]
@@ -247,6 +250,30 @@ async def is_a_read_only_session_that_writes_no_file(
     assert argv[argv.index("--web-session") + 1] == str(web.process.pid), argv
     await ws.send_json(["stdin", "B"])
     await read_until(ws, "no files on the server")
+
+
+async def reads_the_feed_with_a_token_no_other_user_can_read(web: Web, process: psutil.Process) -> None:
+    """The session `process` holds the feed's token in its environment and reads the feed with it (it draws
+    the demo's containers, which only the feed has); neither token is on its command line, which every user
+    can read, nor in web's log; its environment is its user's alone (`nobody` cannot read it)."""
+    feed_token = process.environ()[FEED_TOKEN_ENV]
+    async with aiohttp.ClientSession() as plain:
+        headers = {"Authorization": f"Bearer {feed_token}"}
+        async with plain.get(f"{web.exporter_url}/snapshot.json", headers=headers) as reply:
+            assert reply.status == 200 and "ssd-tetris-train-1" in await reply.text(), (
+                "the feed with its token"
+            )
+    argv = " ".join(process.cmdline())
+    assert feed_token not in argv and web.token not in argv, "a token on a session's command line"
+    done = subprocess.run(
+        [*AS_NOBODY, "cat", f"/proc/{process.pid}/environ"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode != 0 and feed_token not in done.stdout, "another user read a session's environment"
+    assert feed_token not in web.log() and web.token not in web.log(), "a token in web's log"
 
 
 async def draws_at_the_largest_size_within_its_limit(ws: WebSocket, process: psutil.Process) -> None:

@@ -1,10 +1,12 @@
 """Where `sparktop web`'s secrets are, and are not (issue #31 items 6 and 7, issue #32 "Rough").
 
-A real `sparktop web --demo` run as a service runs it (its output a log file, not a terminal), real HTTP and
-WebSocket clients; the other local user is `nobody`, through setpriv. That no log line holds the token, and
+A real `sparktop web --demo` run as a service runs it (its output a log file, not a terminal), a real HTTP
+client; the other local user is `nobody`, through setpriv. That no log line holds the token, and
 no file once web has stopped, and that on a terminal the URL is printed and kept, are checked where web is
 stopped with a session open, on each signal (tests/integration/test_web_guard.py: one `web` and one session
-for all that a stop must do).
+for all that a stop must do). That a session reads the feed with a token no other user can read (its
+environment, not its command line): test_web_guard.py's test_sessions_are_capped_..._and_end_on_sigterm, on
+a session it opens anyway (reads_the_feed_with_a_token_no_other_user_can_read).
 """
 
 from __future__ import annotations
@@ -15,16 +17,12 @@ import stat
 import subprocess
 from pathlib import Path
 
-import aiohttp
 import pytest
 
-from sparktop.web.lifeline import FEED_TOKEN_ENV
 from tests.fixtures.exporters import get
-from tests.fixtures.load import load_per_core
-from tests.fixtures.web import Web, sessions_opened_since, shared_web
+from tests.fixtures.web import Web, shared_web
 
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-SETTLE_S = 20.0 * load_per_core()
 
 # What `nobody` runs: the status a GET gets, a line per URL (the system's python, the standard library only).
 FETCH = """
@@ -44,16 +42,8 @@ def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def running_web(request: pytest.FixtureRequest) -> Web:
-    """The worker's shared `sparktop web`: these tests only ask it, and each finds its own session."""
+    """The worker's shared `sparktop web`: these tests only ask it (they open no session)."""
     return shared_web(request)
-
-
-async def open_session(session: aiohttp.ClientSession, web: Web) -> aiohttp.ClientWebSocketResponse:
-    async with session.get(web.url) as page:
-        assert page.status == 200
-    ws = await session.ws_connect(f"{web.base}/ws?width=100&height=30", headers={"Origin": web.base})
-    await ws.receive(timeout=SETTLE_S)
-    return ws
 
 
 def test_the_sessions_feed_answers_no_other_user(running_web: Web) -> None:
@@ -66,28 +56,6 @@ def test_the_sessions_feed_answers_no_other_user(running_web: Web) -> None:
     for path, status in zip(paths, statuses, strict=True):
         assert status == "401", (path, done.stdout, done.stderr)
     assert get(f"{running_web.exporter_url}/snapshot.json")[0] == 401  # this user too, without the token
-
-
-async def test_a_session_reads_the_feed_with_a_token_no_other_user_can_read(running_web: Web) -> None:
-    web = running_web
-    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
-        before = web.sessions()
-        ws = await open_session(session, web)
-        (process,) = sessions_opened_since(web, before)
-        feed_token = process.environ()[FEED_TOKEN_ENV]  # this test's session holds it
-        # The session reads the feed with it (it draws the demo's containers, which only the feed has).
-        async with aiohttp.ClientSession() as plain:
-            headers = {"Authorization": f"Bearer {feed_token}"}
-            async with plain.get(f"{web.exporter_url}/snapshot.json", headers=headers) as reply:
-                assert reply.status == 200 and "ssd-tetris-train-1" in await reply.text()
-        # Neither token is on a session's command line, which every user can read.
-        argv = " ".join(process.cmdline())
-        assert feed_token not in argv and web.token not in argv
-        # Its environment is its user's alone.
-        done = as_nobody("cat", f"/proc/{process.pid}/environ")
-        assert done.returncode != 0 and feed_token not in done.stdout
-        assert feed_token not in web.log() and web.token not in web.log()
-        await ws.close()
 
 
 def url_file_of(web: Web) -> Path:
