@@ -8,8 +8,9 @@ closed ones included until their process is gone, and each bounds its memory; a 
 write no file on the server; on SIGTERM, SIGHUP or SIGKILL `web` ends and its sessions with it, quietly and
 with status 0 where it can, leaving no token in its log nor in a file.
 
-Each session is a whole dashboard process (~0.65 s of CPU) and each `web` ~0.7 s: the tests that only ask a
-server share the module's, and each check that needs a session of its own is made on the fewest sessions.
+Each session is a whole dashboard process (~0.7 s of CPU) and each `web` ~0.5 s: the tests that only ask a
+server use the worker's shared one (tests/fixtures/web.py shared_web); the cap's web is also SIGTERM's, and
+each check that needs a session of its own is made on the fewest sessions.
 """
 
 from __future__ import annotations
