@@ -6,7 +6,6 @@ import os
 import pwd
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -410,14 +409,14 @@ def test_cpu_history_not_inherited_by_reused_pid(proc: ProcTree, monkeypatch: py
 
 def test_cache_is_pruned_under_churn(proc: ProcTree) -> None:
     scanner = ProcessScanner(proc.root)
-    for i in range(300):
+    for i in range(40):  # each scan after the third drops one process and adds one (300 showed no more)
         pid = 1000 + i
         proc.add(pid, f"job{i}", starttime=i)
         if i >= 3:
             proc.remove(pid - 3)
         scanner.scan()
         assert len(scanner._static) <= 3 and len(scanner._cpu) <= 3
-    assert set(scanner._static) == {1297, 1298, 1299}
+    assert set(scanner._static) == {1037, 1038, 1039}
 
 
 def test_container_matches_follow_the_latest_scan(proc: ProcTree) -> None:
@@ -430,15 +429,24 @@ def test_container_matches_follow_the_latest_scan(proc: ProcTree) -> None:
     assert scanner.container_matches == {}
 
 
+@pytest.fixture(scope="module")
+def one_proc_tree(tmp_path_factory: pytest.TempPathFactory) -> ProcTree:
+    """One /proc for every example of test_any_comm_parses (each adds its process and removes it): a tree
+    and a temporary directory per example are not what it checks (0.14 -> 0.11 s)."""
+    return ProcTree(tmp_path_factory.mktemp("proc"))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=st.characters(exclude_characters="\0\n", exclude_categories=("Cs",)), max_size=15))
-def test_any_comm_parses(comm: str) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        proc = ProcTree(Path(d))
-        proc.add(90, comm, cmdline=["x"], rss_pages=7)
+def test_any_comm_parses(one_proc_tree: ProcTree, comm: str) -> None:
+    proc = one_proc_tree
+    proc.add(90, comm, cmdline=["x"], rss_pages=7)
+    try:
         (p,) = ProcessScanner(proc.root, page_size=4096).scan()
-        # Any comm parses; its control characters come out visible (`^[` for ESC), never raw.
-        assert (p.name, p.rss) == (visible(comm), 7 * 4096)
+    finally:
+        proc.remove(90)
+    # Any comm parses; its control characters come out visible (`^[` for ESC), never raw.
+    assert (p.name, p.rss) == (visible(comm), 7 * 4096)
 
 
 # --- PSS ----------------------------------------------------------------------------------------------------
