@@ -48,18 +48,19 @@ def test_rotation_keeps_the_size_bound_and_the_newest_data(tmp_path: Path) -> No
     demo = DemoSource(seed=4)
     clock = iter(range(1_000_000)).__next__
     box = BlackBox(
-        tmp_path, max_bytes=40_000, segment_bytes=10_000, fsync_every_s=0, clock=lambda: float(clock())
+        tmp_path, max_bytes=16_000, segment_bytes=4_000, fsync_every_s=0, clock=lambda: float(clock())
     )
     last = demo.sample()
     box.write(last)
     first = box.current
-    # 120 snapshots of ~20 KB (~2 KB compressed): about six segments of 10 KB, the oldest deleted for the
-    # 40 KB bound (400 were 0.6 s of CPU for twenty rotations of the same kind).
-    for _ in range(120):
+    # 40 snapshots of ~20 KB (~2 KB compressed): about twenty segments of 4 KB, the oldest deleted for the
+    # 16 KB bound (400 into 10 KB segments were 0.6 s of CPU for twenty rotations of the same kind; 120 into
+    # 10 KB segments, 0.18 s for ten).
+    for _ in range(40):
         last = demo.sample()
         box.write(last)
         total = sum(p.stat().st_size for p in segments(tmp_path))
-        assert total <= 40_000 + 5_000  # the bound, plus at most the line just written
+        assert total <= 16_000 + 5_000  # the bound, plus at most the line just written
     box.close()
     assert len(segments(tmp_path)) >= 3, "it rotated"
     assert first is not None and not first.exists(), "the oldest segment was deleted"
@@ -96,11 +97,11 @@ def test_kill_9_mid_write_loses_at_most_the_unsynced_line(tmp_path: Path) -> Non
     assert proc.stdout is not None
     reported = 0
     deadline = time.monotonic() + 30
-    while reported < 150 and time.monotonic() < deadline:
+    while reported < 40 and time.monotonic() < deadline:
         reported = int(proc.stdout.readline() or 0)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert reported >= 150
+    assert reported >= 40
     segment = latest_segment(tmp_path)
     assert segment is not None
     # Every line flushed before the kill reads back; the one being written may be cut off.
@@ -112,7 +113,7 @@ def tiny_tmpfs(tmp_path: Path):
     mount = tmp_path / "small"
     mount.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)], capture_output=True
     )
     assert done.returncode == 0, f"cannot mount a tmpfs for the test (run as root): {done.stderr!r}"
     try:
@@ -124,7 +125,7 @@ def tiny_tmpfs(tmp_path: Path):
 def test_a_full_disk_gives_one_clear_line_and_no_exception(tiny_tmpfs: Path) -> None:
     demo = DemoSource(seed=7)
     box = BlackBox(tiny_tmpfs, fsync_every_s=0, retry_s=0)
-    results = [box.write(demo.sample()) for _ in range(120)]  # 64 KiB are full at the 94th (compressed)
+    results = [box.write(demo.sample()) for _ in range(60)]  # 16 KiB are full at the 20th (compressed)
     assert results[0] is True and results[-1] is False
     assert box.problem is not None and "No space left on device" in box.problem
     assert "\n" not in box.problem and str(tiny_tmpfs) in box.problem
