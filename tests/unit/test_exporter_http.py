@@ -1,4 +1,4 @@
-"""The exporter's HTTP surface under load and what it gives away (issue #27 item 9): a burst of 1,000 scrapes
+"""The exporter's HTTP surface under load and what it gives away (issue #27 item 9): a burst of scrapes
 all answered, HEAD without a body, and no process's command line unless `--command-lines`, with the cluster
 view and `--exporter` dashboard working without them."""
 
@@ -24,7 +24,9 @@ from tests.fixtures.exporters import Exporter, get, start_exporter
 from tests.fixtures.load import wall_limit
 from tests.fixtures.serving import serve_in_process
 
-BURST = 1000
+# The issue's burst was 1,000; 300 are enough to fill a backlog of 5 many times over: with it put back,
+# 85 and 162 of 300 went unanswered in two runs (and the exporter answering 1,000 was most of the file's CPU).
+BURST = 300
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,7 @@ async def burst(port: int, path: str, timeout: float) -> Counter[str]:
     return Counter(await asyncio.gather(*(one() for _ in range(BURST))))
 
 
-def test_a_thousand_concurrent_scrapes_all_answer(exporter: Exporter) -> None:
+def test_a_burst_of_concurrent_scrapes_all_answer(exporter: Exporter) -> None:
     """socketserver's listen backlog of 5 dropped the burst's SYNs: 304 of 1,000 had no answer in 20 s."""
     started = time.monotonic()
     # Each scrape's own wait stretched by the load (two suites side by side left 97 of 1,000 unanswered in a
@@ -95,7 +97,7 @@ def test_a_thousand_concurrent_scrapes_all_answer(exporter: Exporter) -> None:
     assert sum(statuses.values()) == BURST and set(statuses) <= {"200", "503"}, statuses
     assert statuses["200"] >= BURST // 4, statuses
     # Each scrape answered within its wait; the burst as a whole within the issue's 20 s (the client's own
-    # 1,000 connects are staggered on a loaded machine: 10.03 s once in CI's run beside an install).
+    # connects (1,000 then) are staggered on a loaded machine: 10.03 s once in CI's run beside an install).
     assert elapsed < wall_limit(20.0, defect=60), f"the burst took {elapsed:.1f} s"
 
 
