@@ -237,21 +237,23 @@ def many(lab: Lab) -> Iterator[ManyNodesPrometheus]:
         yield server
 
 
-async def test_two_thousand_nodes_cost_a_bounded_refresh_and_going_back_frees_them(
+async def test_hundreds_of_nodes_cost_a_bounded_refresh_and_going_back_frees_them(
     many: ManyNodesPrometheus,
 ) -> None:
     """Issue 27 item 8: 2,000 nodes took 91-94 % CPU and 54 → 400 MB; back at 2 nodes, q and ctrl+c were
-    ignored for minutes. The view keeps and draws MAX_NODES and fetches the series of those only."""
-    many.count = 2000
+    ignored for minutes. The view keeps and draws MAX_NODES and fetches the series of those only. 300 show
+    it as 2,000 did (with the cap gone it fetches the series of all 300), for a third less of the test's CPU
+    (serving and parsing the answers for 2,000)."""
+    many.count = 300
     app = ClusterApp(PrometheusCluster(f"http://{many.address}"), auto_refresh=False)
     async with app.run_test(size=(160, 40)) as pilot:
         await app.refresh_once()
         await pilot.pause()
         assert len(app.query(NodeCard)) == MAX_NODES and len(app.nodes) == MAX_NODES
-        assert many.matched == [MAX_NODES]  # the series of the nodes shown, not of 2,000
+        assert many.matched == [MAX_NODES]  # the series of the nodes shown, not of 300
         assert all(node.status == "up" and node.used for node in app.nodes.values())
         status = str(app.query_one("#cluster-status").render())
-        assert f"{MAX_NODES} nodes shown of 2000" in status
+        assert f"{MAX_NODES} nodes shown of 300" in status
 
         many.count = 2
         await app.refresh_once()
