@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sparktop.collect.processes as processes_mod
@@ -438,6 +438,7 @@ def one_proc_tree(tmp_path_factory: pytest.TempPathFactory) -> ProcTree:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=st.characters(exclude_characters="\0\n", exclude_categories=("Cs",)), max_size=15))
+@example(comm="a) S 1 (b) R 2")  # the stat line's fields start after its LAST ')': a comm may hold its own
 def test_any_comm_parses(one_proc_tree: ProcTree, comm: str) -> None:
     proc = one_proc_tree
     proc.add(90, comm, cmdline=["x"], rss_pages=7)
