@@ -32,6 +32,27 @@ def test_sigterm_ends_a_real_child(child: subprocess.Popen) -> None:
     assert child.wait(timeout=5) == -TERM
 
 
+def test_a_process_named_like_a_stat_line_is_read_and_signalled_as_confirmed() -> None:
+    """Another user's program may name itself with ')', spaces and letters that look like stat fields: its
+    start time is read after the stat line's LAST ')', so the confirmed process gets the signal, not a refusal
+    (nor, by a misread, a check against the wrong field)."""
+    name = "a) R 1 (b"  # 9 of comm's 15 characters
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"open('/proc/self/comm', 'w').write({name!r}); print(flush=True); input()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # named by now
+        start_ticks = int(Path(f"/proc/{proc.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[19])
+        assert read_stat(proc.pid) == (name, start_ticks)
+        signal_process(proc.pid, TERM, expected_start_ticks=start_ticks)
+        assert proc.wait(timeout=5) == -TERM
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_sigkill_ends_a_child_that_ignores_sigterm() -> None:
     proc = subprocess.Popen(["sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"])
     try:
