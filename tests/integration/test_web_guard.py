@@ -224,7 +224,10 @@ async def capped_read_only_and_bounded_then_stopped(web: Web) -> None:
                     await asyncio.sleep(0.05)
             still = running([large_process])
             assert still == [], "let in beside a closed dashboard still alive, and an open one"
-            await ws.receive(timeout=SETTLE_S)  # it has started
+            message = await ws.receive(timeout=SETTLE_S)  # it has started
+            assert message.type in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY), message
+            # Its process is seen a moment later on a loaded machine (one side-by-side run counted 1 here).
+            await until(lambda: len(web.sessions()) == 2)
             assert len(web.sessions()) == 2, "the closed session freed its place: two are open again"
             await ws.close()
             await until(lambda: web.sessions() == [kept_process], 2 * SETTLE_S)

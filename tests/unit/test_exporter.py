@@ -383,9 +383,10 @@ def test_bad_listen_address(listen: str, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_scrape_flood_leaves_the_tick_alone() -> None:
-    """100 scrapes/s for 2.5 s from another process (loopback, bounded): every tick still comes on time (5
-    ticks, each gap checked; 10 s of it were 3 s of CPU, 4 s of it ~1 s: the rate is the point, not how
-    long it lasts)."""
+    """250 scrapes from another process, paced at 100 a second (loopback, bounded): every tick still comes on
+    time (5 ticks or more, each gap checked; 10 s of it were 3 s of CPU, 4 s of it ~1 s: the rate is the
+    point, not how long it lasts). A loaded machine slows the client, not the count: a fixed 3.5 s let a
+    side-by-side run make 47 scrapes."""
     interval = 0.5
     loop = SamplingLoop(DemoSource("everything"), interval, 80 * GB, 100 * GB)
     server = ExporterServer(loop, "127.0.0.1", 0)
@@ -399,7 +400,7 @@ def test_scrape_flood_leaves_the_tick_alone() -> None:
         "for i in range(250):\n"
         "    delay = start + i / 100 - time.monotonic()\n"
         "    if delay > 0: time.sleep(delay)\n"
-        "    if time.monotonic() - start > 3.5: break\n"
+        "    if time.monotonic() - start > 20: break\n"
         "    tried += 1\n"
         "    try: urllib.request.urlopen(url, timeout=2).read(); ok += 1\n"
         "    except urllib.error.HTTPError: busy += 1\n"
@@ -419,7 +420,7 @@ def test_scrape_flood_leaves_the_tick_alone() -> None:
         server.shutdown()
         loop.stop()
     # Every scrape answered (on a loaded machine the client itself manages fewer than 100 a second).
-    assert ok + busy == tried and tried >= 75 and ok >= tried // 2, (ok, busy, tried)
+    assert ok + busy == tried == 250 and ok >= tried // 2, (ok, busy, tried)
     assert len(ticks) >= int(elapsed / interval) - 1, (len(ticks), elapsed)
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert max(gaps) < wall_limit(interval + 0.35, defect=3 * interval), (
