@@ -16,6 +16,7 @@ each check that needs a session of its own is made on the fewest sessions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pty
 import re
@@ -200,6 +201,9 @@ async def capped_read_only_and_bounded_then_stopped(web: Web) -> None:
             await is_a_read_only_session_that_writes_no_file(kept, web, [])
             (kept_process,) = web.sessions()
             await reads_the_feed_with_a_token_no_other_user_can_read(web, kept_process)
+            # Read as a browser reads (answering the server's heartbeat pings) until the stop below: left
+            # unread, a loaded machine's slow steps passed the 15 s heartbeat and the server closed it.
+            reading = asyncio.create_task(drain(kept))
             large = await open_large(session)
             await until(lambda: len(web.sessions()) == 2)  # its process started (the server may be a moment)
             (large_process,) = [p for p in web.sessions() if p != kept_process]
@@ -236,10 +240,23 @@ async def capped_read_only_and_bounded_then_stopped(web: Web) -> None:
             await sampler
             assert most <= 2, f"{most} dashboard processes alive with --max-sessions 2"
             assert list(web.state_dir.rglob("history-*")) == [], "a read-only session wrote a history file"
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
             await ends_on_a_signal_with_its_sessions(web, signal.SIGTERM, session, kept, kept_url)
     finally:
         sampling = False
         await sampler
+
+
+async def drain(ws: WebSocket) -> None:
+    """Read what the session sends until it closes, as a browser does (aiohttp answers pings as it reads)."""
+    while (await ws.receive()).type not in (
+        aiohttp.WSMsgType.CLOSE,
+        aiohttp.WSMsgType.CLOSED,
+        aiohttp.WSMsgType.ERROR,
+    ):
+        pass
 
 
 async def is_a_read_only_session_that_writes_no_file(

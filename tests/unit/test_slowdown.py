@@ -275,9 +275,9 @@ def test_counters_that_slow_down_beside_a_busy_training_run_give_a_figure(vllm, 
     assert (s.model, s.neighbour, s.neighbour_kind) == ("Qwen/Qwen3-32B", "ssd-tetris-train", "training")
     assert s.ratio == pytest.approx(SOLO_RATE / TOGETHER_RATE, rel=0.15)
     assert s.solo_tokens_per_s == pytest.approx(SOLO_RATE / RUNNING, rel=0.15)
-    assert re.fullmatch(
-        r"Qwen/Qwen3-32B 2\.\d× slower since ssd-tetris-train started \(planner: 2\.0–2\.35×\)",
-        slowdown_line(s),
+    # The line shows the figure measured (its rate is wall time, which a loaded machine bends: 1.9× once).
+    assert slowdown_line(s) == (
+        f"Qwen/Qwen3-32B {s.ratio:.1f}× slower since ssd-tetris-train started (planner: 2.0–2.35×)"
     )
     # kept beside the measured peaks, and there after a reopen
     store.close()
