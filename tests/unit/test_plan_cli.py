@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +11,6 @@ from sparktop.commands.plan import EXIT_BAD_INPUT, main, parse_workload_arg
 from sparktop.core.snapshot import GpuReport, GpuState, HostMemory, Snapshot
 from sparktop.plan.estimate import GB
 from tests.fixtures.cli import run_main
-
-REPO = Path(__file__).resolve().parents[2]
 
 AUDIO = ["faster-whisper-large-v3", "llama3.1:8b", "f5-tts"]
 DEVSTRAL = "devstral-small-2-bf16"  # Ollama: Devstral Small 2 (24B BF16)
@@ -260,23 +254,12 @@ def test_catalog_errors_are_warnings_not_failures(capsys, isolated):
 )
 def test_exit_codes(isolated, argv, code):
     """`sparktop plan` as the command line runs it (commands.main, argparse's exit included), in this
-    process; test_exit_status_of_a_real_process checks that a process exits with what main returns."""
+    process; that a real process exits with what main returns is test_cluster_cli's
+    test_the_cluster_view_refuses_a_terminal_that_cannot_draw_it (a `python -m sparktop` that exits 2)."""
     result = run_main("plan", "--machine=spark", *argv)
     assert result.returncode == code, result.stderr
-
-
-def test_exit_status_of_a_real_process(isolated):
-    """One real `python -m sparktop plan`: its status is the verdict's (2, OOM risk), not an exception's 1."""
-    result = subprocess.run(
-        [sys.executable, "-m", "sparktop", "plan", "--machine=spark", *SCENARIOS["G"][0]],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},  # HOME and the rest: the isolated fixture's
-        timeout=60,
-    )
-    assert result.returncode == 2, result.stderr
-    assert "OOM RISK" in result.stdout.upper()
+    if argv == SCENARIOS["G"][0]:  # the verdict the status stands for is the one printed
+        assert "OOM RISK" in result.stdout.upper(), result.stdout
 
 
 def test_json_schema(isolated):
