@@ -58,11 +58,11 @@ def replay_peak(path: Path) -> tuple[list[Snapshot], ReplaySource, int]:
 
 
 def test_a_million_bad_lines_are_counted_and_a_few_described(tmp_path: Path) -> None:
-    """A million bad lines cost a GB when each kept its message; 50,000 show the bound as well (a message
-    kept for each would be ~7 MB here, the bound 2 MiB over 5,000 lines)."""
+    """A million bad lines cost a GB when each kept its message; 30,000 show the bound as well (a message
+    kept for each would be ~4 MB more here than for 2,000, the bound 2 MiB over 2,000 lines)."""
     small, large = tmp_path / "small.jsonl.gz", tmp_path / "large.jsonl.gz"
-    write_with_bad_lines(small, 5_000)
-    written = write_with_bad_lines(large, 50_000)
+    write_with_bad_lines(small, 2_000)
+    written = write_with_bad_lines(large, 30_000)
     played_small, _, peak_small = replay_peak(small)
     played, replay, peak = replay_peak(large)
     assert [s.timestamp for s in played] == [s.timestamp for s in written]
@@ -76,7 +76,7 @@ def test_a_million_bad_lines_are_counted_and_a_few_described(tmp_path: Path) -> 
         errors[0] == "large.jsonl.gz line 2: not a snapshot (invalid JSON: expected value at line 1 column 1)"
     )
     assert errors[-1] == (
-        "large.jsonl.gz lines 2–50001: 50,000 lines that are not snapshots (the first 3 described above)"
+        "large.jsonl.gz lines 2–30001: 30,000 lines that are not snapshots (the first 3 described above)"
     )
     assert replay.warnings == errors
 
@@ -163,12 +163,12 @@ def test_blank_lines_at_the_end_of_a_plain_file_leave_its_length_readable(tmp_pa
 
 def test_the_command_line_prints_a_few_lines_for_many_bad_ones(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl.gz"
-    write_with_bad_lines(path, 20_000)
+    write_with_bad_lines(path, 5_000)
     done = run_main("--replay", str(path), "--once")
     assert done.returncode == 0, done.stderr
     errors = [line for line in done.stdout.splitlines() if line.startswith("error ")]
     assert 2 <= len(errors) <= 6, done.stdout[-2000:]
-    assert "20,000 lines that are not snapshots" in errors[-1]
+    assert "5,000 lines that are not snapshots" in errors[-1]
 
 
 # -- item 8: timestamps that are not numbers ----------------------------------------------------------------
