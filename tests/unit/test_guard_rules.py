@@ -46,10 +46,12 @@ def wait_for_cmdline(pid: int, start: str, timeout: float = 10.0) -> str:
         time.sleep(0.02)
 
 
-@pytest.fixture
-def launched(tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     """One sleeper started each way the issue lists: from a venv (argv[0] a path), through a pyenv-style
-    shim that execs the real interpreter, and as a systemd ExecStart (absolute program and script)."""
+    shim that execs the real interpreter, and as a systemd ExecStart (absolute program and script). One set
+    per module: the tests only read them (`--check` and `--dry-run` stop nothing, and say so)."""
+    tmp_path = tmp_path_factory.mktemp("launched")
     marker = f"m{os.getpid()}x{time.monotonic_ns()}"
     work = tmp_path / "work"
     work.mkdir()
@@ -183,6 +185,8 @@ def test_the_armed_line_lists_the_rules_that_cannot_match(
     (start,) = [line for line in done.stdout.splitlines() if line.startswith("sparktop guard: armed:")]
     assert "; cannot match now: container ollama (the container engine cannot be reached" in start
     assert f"process {PROGRAM} train.py" not in start.split("cannot match now:")[1]  # that one matches
+    for child in ("venv", "pyenv", "systemd"):
+        assert launched[child].poll() is None  # a dry run stops nothing (the module's tests share them)
 
 
 class Hook(BaseHTTPRequestHandler):
