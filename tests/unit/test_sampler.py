@@ -74,6 +74,20 @@ def live(tmp_path: Path, version: int, **kw: Any) -> tuple[LiveSource, dict[str,
     return LiveSource(proc_root=proc.root, cgroup_root=cg.root, **kw), paths
 
 
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProcTree, CgroupTree]:
+    """One v2 machine for the tests that only read it (those that rewrite a file build their own)."""
+    proc, cg, _ = build_machine(tmp_path_factory.mktemp("machine"), 2)
+    return proc, cg
+
+
+def read_only(machine: tuple[ProcTree, CgroupTree], **kw: Any) -> LiveSource:
+    proc, cg = machine
+    kw.setdefault("nvml", FakeNvml(GPU))
+    kw.setdefault("docker", FakeDocker(META))
+    return LiveSource(proc_root=proc.root, cgroup_root=cg.root, **kw)
+
+
 def assert_adds_up(snap: Snapshot) -> None:
     """The session's accounting of a live snapshot (the source leaves it out) splits `used` exactly."""
     assert snap.accounting is None  # accounting is the session's job, done once
@@ -184,9 +198,9 @@ def test_container_without_cgroup_files_counts_its_rss(tmp_path: Path) -> None:
     assert next(x for x in acc.consumers if x.key == f"container:{A}").cpu_bytes == 100 * PAGE
 
 
-def test_docker_unavailable_keeps_containers_by_id(tmp_path: Path) -> None:
+def test_docker_unavailable_keeps_containers_by_id(machine: tuple[ProcTree, CgroupTree]) -> None:
     status = DockerStatus(available=False, reason="permission denied on /var/run/docker.sock")
-    source, _ = live(tmp_path, 2, docker=FakeDocker({}, status))
+    source = read_only(machine, docker=FakeDocker({}, status))
     snap = source.sample()
     assert snap.docker == status
     assert {c.id for c in snap.containers} == {A, B, C, K}
@@ -194,8 +208,8 @@ def test_docker_unavailable_keeps_containers_by_id(tmp_path: Path) -> None:
     assert snap.errors == []
 
 
-def test_docker_and_nvml_raising_become_one_line_errors(tmp_path: Path) -> None:
-    source, _ = live(tmp_path, 2, nvml=FakeNvml({}, fail=True), docker=FakeDocker(META, fail=True))
+def test_docker_and_nvml_raising_become_one_line_errors(machine: tuple[ProcTree, CgroupTree]) -> None:
+    source = read_only(machine, nvml=FakeNvml({}, fail=True), docker=FakeDocker(META, fail=True))
     snap = source.sample()
     assert not snap.gpu.available and "GPU_IS_LOST" in (snap.gpu.reason or "")
     assert not snap.docker.available
@@ -208,10 +222,12 @@ def test_docker_and_nvml_raising_become_one_line_errors(tmp_path: Path) -> None:
     assert_adds_up(snap)
 
 
-def test_missing_collector_modules_are_said_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_collector_modules_are_said_once(
+    machine: tuple[ProcTree, CgroupTree], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "sparktop.collect.nvml", None)  # import raises ImportError
     monkeypatch.setitem(sys.modules, "sparktop.collect.docker", None)
-    proc, cg, _ = build_machine(tmp_path, 2)
+    proc, cg = machine
     source = LiveSource(proc.root, cg.root)
     for _ in range(2):
         snap = source.sample()
@@ -259,25 +275,25 @@ def test_old_kernel_without_memavailable(tmp_path: Path) -> None:
     assert_adds_up(snap)
 
 
-def test_no_cgroup_filesystem(tmp_path: Path) -> None:
-    proc, _, _ = build_machine(tmp_path, 2)
+def test_no_cgroup_filesystem(tmp_path: Path, machine: tuple[ProcTree, CgroupTree]) -> None:
+    proc, _ = machine
     snap = LiveSource(proc.root, tmp_path / "nothing", nvml=FakeNvml(GPU), docker=FakeDocker(META)).sample()
     assert {c.id for c in snap.containers} == {A, B, K}  # from processes only, without memory files
     assert all(c.memory is None for c in snap.containers)
     assert_adds_up(snap)
 
 
-def test_close_closes_both(tmp_path: Path) -> None:
+def test_close_closes_both(machine: tuple[ProcTree, CgroupTree]) -> None:
     nvml, docker = FakeNvml({}), FakeDocker({})
-    source, _ = live(tmp_path, 2, nvml=nvml, docker=docker)
+    source = read_only(machine, nvml=nvml, docker=docker)
     source.sample()
     source.close()
     assert nvml.closed and docker.closed
     source.close()  # twice is fine
 
 
-def test_pss_top_n_is_a_parameter(tmp_path: Path) -> None:
-    source, _ = live(tmp_path, 2, pss_top_n=0)
+def test_pss_top_n_is_a_parameter(machine: tuple[ProcTree, CgroupTree]) -> None:
+    source = read_only(machine, pss_top_n=0)
     assert all(p.pss is None for p in source.sample().processes)
 
 
