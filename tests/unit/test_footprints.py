@@ -68,36 +68,69 @@ def test_bounded_size_drops_the_longest_unseen(tmp_path):
     assert sorted(int(n[1:]) for (n,) in rows) == list(range(15, 25))
 
 
-WRITER = """
-import sys
+WRITERS = """
+import os, sys, traceback
 from pathlib import Path
 from sparktop.footprints.store import FootprintStore
-path, offset = Path(sys.argv[1]), int(sys.argv[2])
-store = FootprintStore(path, flush_s=0)
-for i in range(200):
-    for name in ("a", "b", "c"):
-        store.record("model", name, 1000 + i * 10 + offset)
+
+def write(path, offset):
+    store = FootprintStore(path, flush_s=0)
+    for i in range(200):
+        for name in ("a", "b", "c"):
+            store.record("model", name, 1000 + i * 10 + offset)
+        store.flush()
+        assert store.status is None or "locked" in store.status, store.status
+    store.close()
+    print(store.status or "ok", flush=True)
+
+def fork(job):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            job()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return pid
+
+def late(path, opened, go):
+    # opened before the others write, so it knows no peak of theirs; then it writes a lower one
+    store = FootprintStore(path, flush_s=0)
+    os.write(opened, b"x")
+    os.read(go, 1)
+    store.record("model", "a", 1500)
     store.flush()
-    assert store.status is None or "locked" in store.status, store.status
-store.close()
-print(store.status or "ok")
+    store.close()
+    print(store.status or "ok", flush=True)
+
+path = Path(sys.argv[1])
+opened_r, opened_w = os.pipe()
+go_r, go_w = os.pipe()
+pids = [fork(lambda: late(path, opened_w, go_r))]
+os.read(opened_r, 1)
+# the import once, then a process per writer, forked at once: both write together
+pids += [fork(lambda offset=offset: write(path, offset)) for offset in (0, 5)]
+statuses = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids[1:]]
+os.write(go_w, b"x")
+statuses.append(os.waitstatus_to_exitcode(os.waitpid(pids[0], 0)[1]))
+sys.exit(1 if any(statuses) else 0)
 """
 
 
 def test_two_processes_writing_at_once_keep_the_highest_peak(tmp_path):
+    """Two processes, each with its own connection, writing the same rows at once, and a third that opened
+    the file before them writing a lower peak after them: the file keeps the highest (forked from one
+    interpreter: its imports cost ~0.3 s a process, and a fresh interpreter is not the point)."""
     path = tmp_path / "shared.sqlite3"
     FootprintStore(path).close()  # create it, so both writers open an existing WAL database
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(path), str(offset)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for offset in (0, 5)
-    ]
-    outs = [p.communicate(timeout=60) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
+    done = subprocess.run(
+        [sys.executable, "-c", WRITERS, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 3, (done.stdout, done.stderr)
     store = FootprintStore(path)
     assert {f.name: f.peak_bytes for f in store.all()} == {"a": 1000 + 1990 + 5, "b": 2995, "c": 2995}
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
