@@ -297,35 +297,46 @@ async def test_a_filter_that_matches_nothing_says_so(dashboard: tuple[SparktopAp
 
 
 @in_module_loop
-@pytest.mark.parametrize("tab", ["2", "3"], ids=["containers", "processes"])
 async def test_a_narrow_terminal_shows_whole_columns_with_the_total(
-    tab: str, dashboard: tuple[SparktopApp, Pilot]
+    dashboard: tuple[SparktopApp, Pilot],
 ) -> None:
     """At 60x18 the Processes table was cut in its total column ("tot", "36"), and at 60 the Containers table
     showed names and no size (issue 32, Rough): the text columns give up width (with "…") and the columns
     that still do not fit go whole, so every column shown fits and the memory columns stay. 60x18, then a
-    wide terminal (every column back), then the shared 80x24 (where the next test's reset finds it)."""
+    wide terminal (every column back), then the shared 80x24 (where the next test's reset finds it); both
+    tables at each size (the tabs taken in turn there and back: one resize per size, a restyle each)."""
     app, pilot = dashboard
-    await pilot.press(tab)
-    table_type = ContainersTable if tab == "2" else ProcessesTable
-    for size in ((60, 18), (200, 24), (80, 24)):
+    for size, tabs in (((60, 18), "23"), ((200, 24), "32"), ((80, 24), "23")):
         await pilot.resize_terminal(*size)
-        await pilot.pause()
-        table = app.query_one(table_type)
-        if size == (200, 24):
-            # In a wide terminal every configured column is there again (24 lines: the columns are the
-            # width's).
-            assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden]
-            continue
-        widths = sum(column.get_render_width(table) for column in table.columns.values())
-        assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (size, widths, table.size)
-        essentials = ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
-        assert all(key in table.column_keys for key in essentials), (size, table.column_keys)
-        screen = screen_text(app)
-        assert "total ▼" in screen, (size, screen)
-        totals = column_cells(table, "total")
-        assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), (size, totals)
-        # A name cut to its column says so with "…", and the whole name is still what the row holds.
-        names = column_cells(table, "name")
-        name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
-        assert all(len(n) <= 32 for n in names) and name_width >= 8, (size, names, name_width)
+        for tab in tabs:
+            await pilot.press(tab)
+            await pilot.pause()
+            table_type = ContainersTable if tab == "2" else ProcessesTable
+            table = app.query_one(table_type)
+            where = (size, table_type.__name__)
+            if size == (200, 24):
+                # In a wide terminal every configured column is there again (24 lines: the columns are the
+                # width's).
+                assert table.column_keys == [k for k in table.configured_keys if k not in table.hidden], where
+                continue
+            widths = sum(column.get_render_width(table) for column in table.columns.values())
+            assert widths <= table.size.width - table.styles.scrollbar_size_vertical, (
+                where,
+                widths,
+                table.size,
+            )
+            essentials = (
+                ["name", "cpu", "gpu", "total"] if tab == "2" else ["pid", "name", "rss", "gpu", "total"]
+            )
+            assert all(key in table.column_keys for key in essentials), (where, table.column_keys)
+            screen = screen_text(app)
+            assert "total ▼" in screen, (where, screen)
+            totals = column_cells(table, "total")
+            assert totals and all(re.fullmatch(r"\d+(\.\d)? (GiB|MiB|KiB|B)", t) for t in totals), (
+                where,
+                totals,
+            )
+            # A name cut to its column says so with "…", and the whole name is still what the row holds.
+            names = column_cells(table, "name")
+            name_width = table.columns["name"].get_render_width(table) - 2 * table.cell_padding
+            assert all(len(n) <= 32 for n in names) and name_width >= 8, (where, names, name_width)
