@@ -374,41 +374,34 @@ def _no_overlap(app: SparktopApp) -> None:
             assert not ra.overlaps(rb), f"{a} overlaps {b}"
 
 
-async def test_fits_80x24_and_200x60(dashboard: tuple[SparktopApp, Pilot]):
-    app, pilot = dashboard
-    await pilot.resize_terminal(80, 24)
-    await pilot.pause()
-    assert app.has_class("-short") and not app.has_class("-too-small")
-    _no_overlap(app)
-    # The essentials are on screen at 80×24: the bar with its state, GPU and pressure.
-    for selector in ("#bar", "#gpu", "#pressure"):
-        assert app.query_one(selector).region.height > 0
-    assert app.query_one(BudgetBar).region.height >= 4
-    await pilot.press("2")
-    assert app.query_one(ContainersTable).region.height >= 5
-
-    await pilot.resize_terminal(200, 60)
-    await pilot.press("1")
-    await pilot.pause()
-    assert app.has_class("-tall") and app.has_class("-wide")
-    _no_overlap(app)
-    assert app.query_one("#summary").region.height > 5
-
-
-async def test_too_small_terminal_shows_a_message():
-    # An app of its own, started too small: on the shared one the resizes there and back (each restyling
-    # the whole app) cost twice an app's start.
+async def test_too_small_terminal_shows_a_message_and_80x24_and_200x60_fit():
+    # An app of its own, started too small, then the smallest size that is not (80x24) and a tall one: on
+    # the shared one the resizes there and back (each restyling the whole app) cost twice an app's start.
     app = make_app(warmup=3)
     async with app.run_test(size=(50, 14)) as pilot:
         await pilot.pause()
         assert app.has_class("-too-small")
         message = app.query_one("#too-small")
-        assert message.display and "too small" in str(message.render())
+        assert message.display and "too small" in str(message.render()), "50x14: no too-small message"
         await app.refresh_once()  # ticks go on without errors
-        await pilot.resize_terminal(100, 30)
+
+        await pilot.resize_terminal(80, 24)
         await pilot.pause()
-        assert not app.has_class("-too-small")
-        assert app.query_one(BudgetBar).region.height > 0
+        assert app.has_class("-short") and not app.has_class("-too-small"), "80x24: too small or not short"
+        _no_overlap(app)
+        # The essentials are on screen at 80×24: the bar with its state, GPU and pressure.
+        for selector in ("#bar", "#gpu", "#pressure"):
+            assert app.query_one(selector).region.height > 0, f"80x24: {selector} not on screen"
+        assert app.query_one(BudgetBar).region.height >= 4, "80x24: the bar is cut"
+        await pilot.press("2")
+        assert app.query_one(ContainersTable).region.height >= 5, "80x24: the containers table is cut"
+
+        await pilot.resize_terminal(200, 60)
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.has_class("-tall") and app.has_class("-wide"), "200x60: not tall and wide"
+        _no_overlap(app)
+        assert app.query_one("#summary").region.height > 5, "200x60: the summary is cut"
 
 
 class FlakySource(SnapshotSource):
