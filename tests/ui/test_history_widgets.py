@@ -90,10 +90,9 @@ async def test_chart_draws_used_top_consumers_and_lines_from_demo_snapshots() ->
         assert "minutes ago" in text and "now" in text
         assert f"pool {pool / 1024**3:.1f} GiB" in text
 
-        # Decimal units, a span, another theme and a narrow widget: no crash, still drawn.
+        # Decimal units, a span and a narrow widget: no crash, still drawn. (Another theme, a restyle of the
+        # app: test_a_new_point_makes_only_the_rows_it_changed_and_a_theme_recolours_it.)
         chart.redraw(history, SAFE, AGGRESSIVE, pool, units="GB", span_s=120)
-        app.theme = "textual-light"
-        await pilot.pause()
         await pilot.resize_terminal(40, 14)
         await pilot.pause()
         assert "used" in chart_text(chart)
