@@ -98,7 +98,7 @@ async def _drive(texts: list[str], tmp: Path) -> list[str]:
     )
     app.stops.log.path = tmp / "actions.log"
     screens = []
-    async with app.run_test(size=(160, 44), notifications=True) as pilot:
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
         screens.append(screen_text(app))  # dashboard: budget bar, legend, status line, toasts
         await pilot.press("2")
         await pilot.pause()
