@@ -26,7 +26,7 @@ from sparktop.ui.whatif import WhatIfPane, baseline_head
 from sparktop.ui.widgets.budget_bar import BudgetBar
 from tests.fixtures.demo_session import demo_session
 from tests.fixtures.snapshots import snapshot, spark_gpu
-from tests.ui.demo_app import edit_selected, make_app, shared_whatif
+from tests.ui.demo_app import edit_selected, footer_keys, make_app, shared_whatif
 
 # The tests share one What-if tab (`whatif`: reset for each test) in the module's event loop; each has a
 # private home of its own (tests/conftest.py) for what it runs besides (`sparktop plan`).
@@ -361,7 +361,14 @@ async def test_catalog_loads_in_a_worker_and_filters(whatif) -> None:
 
 
 async def test_save_confirms_overwrite_and_load_reports_line(tmp_path: Path, whatif) -> None:
+    """In a terminal session (files allowed, the default) the footer offers `s Save` and `l Load` and both
+    open their dialog (a read-only browser session offers and opens neither: test_web_session_files)."""
     app, pilot, pane = whatif
+    footer = footer_keys(app)
+    assert footer.get("s") == "Save" and footer.get("l") == "Load", (
+        "the footer offers the file keys",
+        footer,
+    )
     pane.add("qwen3:8b")
     target = tmp_path / "plan.toml"
     target.write_text("# keep me\n")
