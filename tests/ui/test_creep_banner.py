@@ -12,7 +12,6 @@ from sparktop.sources.snapshot_source import SnapshotSource
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.widgets.creep_alerts import CreepAlerts
 from tests.fixtures.demo_session import demo_session
-from tests.ui.demo_app import SEVEN_MINUTES
 
 TOTAL = int(23.5 * GIB)
 START = 1_700_000_000.0
@@ -108,11 +107,14 @@ async def test_the_exhaustion_banner_and_the_creep_lines_name_the_same_time_on_s
 
 
 def test_no_creep_alert_when_nothing_grows():
-    """The creep block over the session the dashboard holds after seven minutes of the audio scenario (past
-    the creep window), given what the dashboard gives it (no app: tests/fixtures/demo_session.py)."""
+    """The creep block over the session the dashboard holds once the audio scenario has filled the creep
+    window (one sample a second: a window and one more; it was seven minutes, ~0.5 s more of CPU), given
+    what the dashboard gives it (no app: tests/fixtures/demo_session.py)."""
     from sparktop.analysis.trend import collecting_s
+    from sparktop.session.session import CREEP_WINDOW_S
 
-    session = demo_session("audio", warmup=SEVEN_MINUTES).session
+    session = demo_session("audio", warmup=int(CREEP_WINDOW_S) + 1).session
+    assert session.history.times()[-1] - session.history.times()[0] >= CREEP_WINDOW_S, "a full window"
     assert session.creep == []  # nothing was judged creeping
     alerts = CreepAlerts()
     alerts.show_alerts(session.creep, "GiB", collecting_s(session.history, session.creep_window_s))
