@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Static
 
 from sparktop.ui.app import SparktopApp
 from sparktop.ui.screens.confirm import ConfirmScreen
@@ -16,6 +14,7 @@ from sparktop.ui.screens.plan_edit import PlanEditScreen
 from sparktop.ui.screens.plan_file import PlanFileScreen
 from sparktop.ui.whatif import WhatIfPane
 from sparktop.ui.widgets.plan_board import CatalogList, PlanList
+from tests.ui.demo_app import make_app
 
 # How the help writes a key Textual names otherwise.
 SHOWN_AS = {
@@ -69,34 +68,26 @@ def test_help_has_the_whatif_keys() -> None:
         assert action in line
 
 
-class HelpHost(App[None]):
-    """Nothing but what the help opens over: its keys are its own (`?` opening it on the dashboard:
-    test_snapshots.test_help_screen; a dashboard to start is ~0.25 s of CPU this test does not need)."""
-
-    def compose(self) -> ComposeResult:
-        yield Static("host")
-
-
 async def test_help_scrolls_by_keyboard_alone() -> None:
-    app = HelpHost()
+    app = make_app(warmup=0)  # the help is the same with or without data
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.push_screen(HelpScreen())
+        await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         scroll = app.screen.query_one("#help-scroll")
         assert scroll.max_scroll_y > 0  # at 80×24 the help is taller than its box
         await pilot.press("pagedown")
         await pilot.pause()
-        assert scroll.scroll_y > 0, "PageDown scrolls"
+        assert scroll.scroll_y > 0
         first_page = scroll.scroll_y
         await pilot.press("down")
         await pilot.pause()
-        assert scroll.scroll_y == first_page + 1, "Down scrolls a line"
+        assert scroll.scroll_y == first_page + 1
         await pilot.press("end")
         await pilot.pause()
-        assert scroll.scroll_y == scroll.max_scroll_y, "End goes to the end"
+        assert scroll.scroll_y == scroll.max_scroll_y
         await pilot.press("home")
         await pilot.pause()
-        assert scroll.scroll_y == 0, "Home goes to the top"
+        assert scroll.scroll_y == 0
         await pilot.press("escape")
-        assert not isinstance(app.screen, HelpScreen), "Esc closes the help"
+        assert not isinstance(app.screen, HelpScreen)
