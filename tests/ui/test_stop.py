@@ -583,39 +583,19 @@ def test_permission_denied_is_reported_not_raised(tmp_path: Path) -> None:
 
 
 @in_the_module_loop
-async def test_toasts_never_cover_the_stop_dialog_on_a_small_terminal(tmp_path: Path) -> None:
-    """At 60x18 the dialog takes the whole screen and toasts (a theme change, a stop elsewhere) covered its
-    text and its buttons: on a confirmation they wait; they show again once it is closed. (The dialog's own
-    rule, ConfirmScreen's: the small host app shows it as the dashboard does.)"""
-    app = demo_host(tmp_path)
-    async with app.run_test(size=(60, 18), notifications=True) as pilot:
-        app.sample()
-        app.row = app.container(WHISPER)
-        await pilot.press("s")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
-        for i in range(3):
-            app.notify(f"something happened elsewhere, number {i}", timeout=30)
-        await pilot.pause(0.2)
-        dialog = app.screen.query_one("#dialog").region
-        toasts = [t.region for t in app.screen.query("Toast") if t.display and t.region.area]
-        assert not any(dialog.overlaps(t) for t in toasts), (dialog, toasts)
-        cancel = app.screen.query_one("#cancel")
-        assert app.screen.get_widget_at(*cancel.region.center)[0] is cancel  # on top, clickable
-        await pilot.press("n")
-        await pilot.pause(0.2)
-        assert not isinstance(app.screen, ConfirmScreen)
-        assert [t for t in app.screen.query("Toast") if t.display and t.region.area]  # shown now
-
-
-@in_the_module_loop
-async def test_at_60_columns_each_side_of_the_memory_keeps_its_unit(tmp_path: Path) -> None:
-    """At 60x18 the dialog wrapped "(CPU side 2.9 GiB, GPU side 37.4" away from its "GiB)" (issue 32,
-    Rough): the two sides have a line of their own, whole."""
+async def test_at_60x18_the_dialog_keeps_each_memory_side_whole_and_no_toast_covers_it(
+    tmp_path: Path,
+) -> None:
+    """At 60x18 the dialog takes the whole screen (one host for both checks; they were two tests):
+    - it wrapped "(CPU side 2.9 GiB, GPU side 37.4" away from its "GiB)" (issue 32, Rough): the two sides
+      have a line of their own, whole;
+    - toasts (a theme change, a stop elsewhere) covered its text and its buttons: on a confirmation they
+      wait; they show again once it is closed. (The dialog's own rule, ConfirmScreen's: the small host app
+      shows it as the dashboard does.)"""
     from tests.ui.demo_app import screen_text
 
     app = demo_host(tmp_path)
-    async with app.run_test(size=(60, 18)) as pilot:
+    async with app.run_test(size=(60, 18), notifications=True) as pilot:
         snap = app.sample()
         whisper = app.container(WHISPER)
         app.row = whisper
@@ -623,6 +603,19 @@ async def test_at_60_columns_each_side_of_the_memory_keeps_its_unit(tmp_path: Pa
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
         lines = screen_text(app).splitlines()
-    consumer = next(c for c in snap.accounting.consumers if c.key == f"container:{whisper.id}")
-    sides = f"CPU side {fmt_bytes(consumer.cpu_bytes)}, GPU side {fmt_bytes(consumer.gpu_bytes)}"
-    assert any(sides in line for line in lines), "\n".join(lines)
+        consumer = next(c for c in snap.accounting.consumers if c.key == f"container:{whisper.id}")
+        sides = f"CPU side {fmt_bytes(consumer.cpu_bytes)}, GPU side {fmt_bytes(consumer.gpu_bytes)}"
+        assert any(sides in line for line in lines), ("each side of the memory whole", "\n".join(lines))
+
+        for i in range(3):
+            app.notify(f"something happened elsewhere, number {i}", timeout=30)
+        await pilot.pause(0.2)
+        dialog = app.screen.query_one("#dialog").region
+        toasts = [t.region for t in app.screen.query("Toast") if t.display and t.region.area]
+        assert not any(dialog.overlaps(t) for t in toasts), ("a toast covers the dialog", dialog, toasts)
+        cancel = app.screen.query_one("#cancel")
+        assert app.screen.get_widget_at(*cancel.region.center)[0] is cancel, "Cancel on top, clickable"
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert [t for t in app.screen.query("Toast") if t.display and t.region.area], "the toasts show now"
