@@ -1,4 +1,5 @@
 """Keys typed in one go in a real terminal (a fast typist, a paste): what follows `/` is the find text.
+The same 80x24 dashboard first shows that nothing is cut (test_small_terminals.check_nothing_is_cut).
 
 `focus()` moves the focus after the keys already queued, so `/gemma2:27b` lost its first letters to the
 catalog's keys (`e` edit, `m` measured) and the box showed `mma2:27b`.
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.terminal.tmux import TmuxPane, sparktop_command
+from tests.terminal.test_small_terminals import check_nothing_is_cut
+from tests.terminal.tmux import TmuxPane
 
 assert shutil.which("tmux"), "these tests need tmux: apt-get install tmux (.ci/run does)"
 
@@ -35,9 +37,9 @@ def find_text(pane: TmuxPane) -> str | None:
     return shown.group(1) if shown else None
 
 
-def test_find_text_typed_in_one_go_reaches_the_find_box(pane: TmuxPane) -> None:
-    pane.run(sparktop_command("--demo"))
-    assert pane.wait_for(lambda: "Memory pool" in pane.screen()), pane.screen()
+def test_at_80x24_nothing_is_cut_and_find_text_typed_in_one_go_reaches_the_find_box(pane: TmuxPane) -> None:
+    # test_small_terminals.py's check at 80x24, on this dashboard (one sparktop start for both).
+    check_nothing_is_cut(pane)
     pane.keys("4")
     assert pane.wait_for(lambda: "find:" in pane.screen()), pane.screen()
     pane.keys("-l", "/gemma2:27b")

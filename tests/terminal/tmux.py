@@ -66,6 +66,11 @@ class TmuxPane:
         """The pane's title, as a program sets it with OSC 0/2."""
         return self._tmux("display-message", "-p", "-t", self.session, "#{pane_title}").strip()
 
+    def state_of(self, *names: str) -> list[str]:
+        """tmux's format variables `names` for the pane (`window_width`, …)."""
+        out = self._tmux("display-message", "-p", "-t", self.session, " ".join(f"#{{{n}}}" for n in names))
+        return out.split()
+
     def state(self) -> dict[str, str]:
         names = ("alternate_on", "mouse_any_flag", "mouse_standard_flag", "mouse_button_flag",
                  "mouse_sgr_flag", "cursor_flag")  # fmt: skip
