@@ -1,5 +1,6 @@
 """Keys typed in one go in a real terminal (a fast typist, a paste): what follows `/` is the find text.
-The same 80x24 dashboard first shows that nothing is cut (test_small_terminals.check_nothing_is_cut).
+The same 80x24 dashboard first shows that nothing is cut (tests/terminal/cut_check.py, as
+test_small_terminals does at 60x18).
 
 `focus()` moves the focus after the keys already queued, so `/gemma2:27b` lost its first letters to the
 catalog's keys (`e` edit, `m` measured) and the box showed `mma2:27b`.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.terminal.test_small_terminals import check_nothing_is_cut
+from tests.terminal.cut_check import check_nothing_is_cut
 from tests.terminal.tmux import TmuxPane
 
 assert shutil.which("tmux"), "these tests need tmux: apt-get install tmux (.ci/run does)"
