@@ -97,8 +97,10 @@ def run(opts: argparse.Namespace) -> int:
     loop.start()
     say("sparktop serve", f"{server.url}/metrics ({source.name} source)")
     interrupt_on_stop_signals(signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    server.start()
     try:
+        # Inside the try: the server answers from its own thread at once, and a stop signal sent on that first
+        # answer may reach this thread while start() still runs (a loaded machine: exit by SIGINT, not 0).
+        server.start()
         while True:
             # In slices, not signal.pause(): a signal the kernel hands to another thread runs its handler
             # here only once this thread wakes, and pause() wakes for a signal to this thread alone.

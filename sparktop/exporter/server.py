@@ -243,6 +243,8 @@ class ExporterServer:
         self._thread.start()
 
     def shutdown(self) -> None:
-        if self._thread is not None:
+        # Only a server whose thread runs: shutdown() waits for serve_forever, which a thread never started (a
+        # stop signal in the middle of start()) would never run.
+        if self._thread is not None and self._thread.is_alive():
             self._server.shutdown()
         self._server.server_close()

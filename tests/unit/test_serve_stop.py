@@ -17,8 +17,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.exporters import free_port
 from tests.fixtures.load import wall_limit
+from tests.fixtures.signals import handlers_kept
 
 SYS_TGKILL = 234 if os.uname().machine == "x86_64" else 131  # aarch64: 131
 
@@ -59,3 +62,35 @@ def test_sigterm_to_a_thread_other_than_the_main_one_stops_serve(tmp_path: Path)
         if server.poll() is None:
             server.kill()
         server.communicate(timeout=10)
+
+
+def test_a_stop_signal_while_the_server_starts_ends_serve_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server answers from its own thread as soon as it starts, so a service manager's SIGTERM sent on the
+    first answer may reach the main thread while `start()` still runs (beside a second suite, this file's
+    tgkill test saw serve end by SIGINT: the KeyboardInterrupt met no `try`). Here the interrupt comes from
+    inside start(), once the server runs: serve still stops it and exits 0."""
+    from sparktop.commands.main import main
+    from sparktop.exporter.server import ExporterServer
+
+    started: list[ExporterServer] = []
+    real_start = ExporterServer.start
+
+    def start_then_interrupted(self: ExporterServer) -> None:
+        real_start(self)
+        started.append(self)
+        raise KeyboardInterrupt  # as the stop signal's handler raises it in the main thread
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setattr(ExporterServer, "start", start_then_interrupted)
+    with handlers_kept():
+        try:
+            code = main(["serve", "--demo", "--listen", f"127.0.0.1:{free_port()}"])
+        except KeyboardInterrupt:
+            pytest.fail("the stop signal met no try: serve would end by SIGINT, its server not stopped")
+    assert code == 0
+    (server,) = started
+    with pytest.raises(OSError):  # stopped and closed: nothing listens there any more
+        urllib.request.urlopen(f"{server.url}/healthz", timeout=2)
