@@ -120,13 +120,15 @@ def run(opts: argparse.Namespace) -> int:
         + (f"; cannot match now: {missing}" if missing else "")
         + f"; {source.name} source; black box {box.directory if box else 'off'}"
     )
-    print(stamp(started_line, time.time() if is_terminal(sys.stdout) else None), flush=True)
+    # Before the start line, and everything after it inside the try: a service manager (or a script) may stop
+    # the guard the moment it says it started, and the black box must still be closed properly.
     interrupt_on_stop_signals(signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    if first is not None and first.snapshot is not None:
-        runner.ingest(first.snapshot)
-    runner.start()
-    started = time.monotonic()
     try:
+        print(stamp(started_line, time.time() if is_terminal(sys.stdout) else None), flush=True)
+        if first is not None and first.snapshot is not None:
+            runner.ingest(first.snapshot)
+        runner.start()
+        started = time.monotonic()
         # until a stop signal (KeyboardInterrupt here), the end of a replayed recording, or --duration
         deadline = None if opts.duration is None else started + opts.duration
         while not runner.join(None if deadline is None else max(0.0, deadline - time.monotonic())):

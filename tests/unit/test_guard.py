@@ -346,3 +346,34 @@ def test_guard_lines_in_a_terminal_carry_their_time() -> None:
     piped = io.StringIO()
     Alerts(journal=False, out=piped).send(alert)
     assert piped.getvalue() == "sparktop guard: warning: pool exhausted in ~4 min\n"
+
+
+def test_a_stop_signal_as_the_guard_starts_ends_it_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service manager may stop the guard the moment it says it started (serve met this beside a second
+    suite: the KeyboardInterrupt of its stop signal met no `try`). Here the interrupt comes from inside the
+    runner's start, once it runs: the guard still stops its runner (its black box closed in the same finally)
+    and exits 0."""
+    from sparktop.commands.main import main
+    from sparktop.session.runner import SessionRunner
+    from tests.fixtures.signals import handlers_kept
+
+    runners: list[SessionRunner] = []
+    real_start = SessionRunner.start
+
+    def start_then_interrupted(self: SessionRunner, max_ticks: int | None = None) -> SessionRunner:
+        real_start(self, max_ticks)
+        runners.append(self)
+        raise KeyboardInterrupt  # as the stop signal's handler raises it in the main thread
+
+    monkeypatch.setattr(SessionRunner, "start", start_then_interrupted)
+    box = tmp_path / "blackbox"
+    with handlers_kept():
+        try:
+            code = main(["guard", "--demo", "--interval", "0.1", "--blackbox-dir", str(box)])
+        except KeyboardInterrupt:
+            pytest.fail("the stop signal met no try: the guard would end by SIGINT, its runner left running")
+    assert code == 0
+    (runner,) = runners
+    assert not runner.running, "the guard's runner still ticks after it returned"
