@@ -352,12 +352,3 @@ class GuardedServer(Server):
         for request in list(self.sessions.values()):
             if request.transport is not None:
                 request.transport.close()
-        # Each handler now ends its session and leaves `sessions` once the process is gone. Waiting for that
-        # here, then one more turn of the loop, lets the loop read the end of each dead session's pipes before
-        # aiohttp closes it: a pipe still open then is closed when it is collected, after the loop, and prints
-        # an "Event loop is closed" traceback (seen once in twelve runs beside a second suite).
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.quit_wait_s + self.term_wait_s + KILL_WAIT_S
-        while self.sessions and loop.time() < deadline:
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.05)
