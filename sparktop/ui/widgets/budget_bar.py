@@ -169,10 +169,13 @@ class BudgetBar(LineDiffWidget):
 
     def text_at(self, width: int) -> Text:
         """What the bar draws laid out `width` cells wide (`render()` is at the width it has now)."""
-        return Text("\n").join(self._build(max(10, width)))
+        return Text("\n").join(self._lines_at(width))
 
     def _dl_lines(self) -> list[Text]:
-        return self._build(max(10, self.size.width or 80))
+        return self._lines_at(self.size.width or 80)
+
+    def _lines_at(self, width: int) -> list[Text]:
+        return self._build(max(10, width))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         # Built for the width asked, not the last size (Widget caches heights by width alone).

@@ -5,16 +5,15 @@ unified-memory machine (a DGX Spark), where GPU memory is part of the pool bar."
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 
 from sparktop.core.format import fmt_bytes, fmt_size
 from sparktop.core.snapshot import GpuMemoryAccount
 from sparktop.ui.themes import Palette
 from sparktop.ui.widgets.budget_bar import Segment, _columns, _ink, _segment_text, _wrap
-from sparktop.ui.widgets.redraw import off_screen
+from sparktop.ui.widgets.redraw import LineDiffWidget
 
 
-class GpuMemoryBar(Widget):
+class GpuMemoryBar(LineDiffWidget):
     """Call `show(accounts, colors, units, palette)` each tick; `colors`: the pool bar's colour by key."""
 
     DEFAULT_CSS = """
@@ -29,7 +28,6 @@ class GpuMemoryBar(Widget):
         self._data: tuple[list[GpuMemoryAccount], dict[str, str], str, Palette] | None = None
         self.segments: dict[int, list[Segment]] = {}  # GPU index -> its segments, for tests and colours
         self._drawn: tuple[int, list[Text]] | None = None  # (width, lines) of the data now shown
-        self._painted: list[tuple[str, str, list]] | None = None  # the lines last asked to be painted
 
     def show(
         self, accounts: list[GpuMemoryAccount], colors: dict[str, str], units: str, palette: Palette
@@ -41,24 +39,15 @@ class GpuMemoryBar(Widget):
         self._drawn = None
         if not accounts and not was_shown:
             return  # hidden and staying so (a Spark, no GPU): nothing to draw, nothing to lay out
-        if off_screen(self):
-            # Made afresh when shown. Once per stretch off screen, not per tick: the repaint drops the lines
-            # Textual keeps, which it would otherwise show again, stale, when the tab comes back.
-            if self._painted is not None:
-                self._painted = None
-                self.refresh()
-            return
-        lines = self._lines_at(self.size.width)
-        painted = [(line.plain, str(line.style), line.spans) for line in lines]
-        if painted == self._painted:
-            return  # the same picture: no repaint every tick for a bar that did not move
-        self._painted = painted
-        # A layout pass is the whole screen's: only when this bar's height changes (a GPU, a legend line).
-        laid_out = self.size.height if self.size.width else -1
-        self.refresh(layout=len(lines) != laid_out)
+        # Only the lines that changed are repainted, none while its tab is hidden, and the screen is laid out
+        # again only when the bar's height changes (a GPU, a legend line): LineDiffWidget's way.
+        self.refresh_changed()
 
     def render(self) -> Text:
         return Text("\n").join(self._lines_at(self.size.width))
+
+    def _dl_lines(self) -> list[Text]:
+        return self._lines_at(self.size.width)
 
     def _lines_at(self, width: int) -> list[Text]:
         """The lines for this width, made once per tick (show measures them, render draws them)."""
