@@ -33,7 +33,6 @@ _OTHER_CONTROLS = (
     "\u2028\u2029"  # line and paragraph separators
     "\ud800-\udfff"  # lone surrogates (undecodable bytes kept by surrogateescape): not writable as UTF-8
 )
-_CONTROL = re.compile(f"[\x00-\x1f{_OTHER_CONTROLS}]")
 _CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_OTHER_CONTROLS}]")
 
 
@@ -61,8 +60,8 @@ def _codes(char_class: str) -> list[int]:
     return codes
 
 
-# Each character _CONTROL matches -> its visible form, for str.translate: one pass in C (a regex substitution
-# calls back into Python for every control: a 10 kB name of them took milliseconds).
+# Each C0 control and each of _OTHER_CONTROLS -> its visible form, for str.translate: one pass in C (a regex
+# substitution calls back into Python for every control: a 10 kB name of them took milliseconds).
 _VISIBLE = {code: _shown(code) for code in _codes(f"\x00-\x1f{_OTHER_CONTROLS}")}
 _VISIBLE_BUT_NEWLINE = {code: shown for code, shown in _VISIBLE.items() if code != ord("\n")}
 
